@@ -1,0 +1,249 @@
+"""The adapter boundary: how the harness drives a kernel and what the kernel reports back.
+
+A kernel is certified through an *adapter*, an object made by a factory named ``pkg.mod:factory``.
+The harness calls ``await adapter.run(scenario, doubles)`` once per scenario. The adapter builds
+its kernel from the scenario, wires the *doubles* in (the model, every tool, every hook, the
+policy precheck, the approver and, if the kernel accepts one, the clock are the harness's), runs
+the scenario's user messages and returns a :class:`RunResult`.
+
+Everything that crosses this boundary is JSON-serialisable (dicts, lists, strings, numbers), so
+the same contract can be served over a wire protocol to kernels in any language: the doubles are
+called back, never imported by the kernel.
+
+Observation principle: what the doubles see (hook dispatches and their payloads, model requests,
+tool starts and ends, policy and approver questions) is recorded by the harness itself. Only what
+cannot be seen from outside is reported in the result: statuses, the journal, usage with cost,
+and spans.
+
+Shapes used on the callbacks (001's message JSON, the canonical form at this boundary):
+
+* message: ``{"role": "user", "text": ...}``,
+  ``{"role": "assistant", "text"?: ..., "tool_calls"?: [{"id", "name", "args"}]}``,
+  ``{"role": "tool_result", "call_id", "content", "is_error"}``, ``{"role": "system", "text"}``.
+* model request: ``{"messages": [message...], "tools": [tool spec...], "params": {...}}``
+  where a tool spec is ``{"name", "description", "input_schema"}``. A request sent with tool
+  specs withheld has ``"tools": []`` (or no ``tools`` key).
+* stream chunk: ``{"type": "text", "text"}``, ``{"type": "tool_use", "id", "name", "input_json"}``
+  (``input_json`` is the raw argument text), ``{"type": "usage", "input_tokens", "output_tokens",
+  "cached_input_tokens"}``. A failing call raises :class:`ModelCallError` from the stream.
+* tool call: ``{"id", "name", "args"}``; tool result: ``{"content": str, "is_error": bool}``.
+* TurnInfo: ``{"profile_id", "session_id", "turn_id", "parent_turn_id", "tags", "depth"}``.
+* hook outcome: one of the outcome models of ``conformance.scenario`` as a dict
+  (``{"kind": "continue"}``, ``{"kind": "replace", "payload": ...}``, ...).
+
+Hook payloads per point are listed in ``docs/adapter.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from conformance.scenario import Profile, Scenario
+
+JSON = dict[str, Any]
+
+#: Optional capabilities (the SHOULD/MAY features of the catalog). Undeclared means not offered;
+#: declared means tested, and a false claim fails.
+CAPABILITIES: tuple[str, ...] = (
+    "max_cost_usd",
+    "max_wall_clock_s",
+    "soft_limits",
+    "subagents",
+    "injectable_clock",
+    "doom_loop_llm_check",
+    "weighted_tokens",
+    "pipelining",
+)
+
+
+class ModelCallError(Exception):
+    """Raised from the scripted model's stream: the model API failed (status and message kept)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class AdapterInfo(_Model):
+    name: str
+    version: str
+    language: str = "python"
+    homepage: str | None = None
+    profiles: list[Profile]
+    capabilities: list[str] = Field(default_factory=list)
+    #: The status subtype this kernel uses when its doom-loop detector fires (seeds leave it open).
+    doom_loop_subtype: str | None = None
+
+
+class TurnInfo(_Model):
+    profile_id: str
+    session_id: str
+    turn_id: str
+    parent_turn_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    depth: int = 0
+
+
+class SessionRecord(_Model):
+    id: str
+    profile_id: str
+    source: str | None = None
+    title: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    parent_session_id: str | None = None
+
+
+class TurnRecord(_Model):
+    turn: TurnInfo
+    status: str | None = None
+
+
+class MessageRecord(_Model):
+    session_id: str
+    turn_id: str | None = None
+    message: JSON
+
+
+class ToolCallRecord(_Model):
+    session_id: str
+    turn_id: str | None = None
+    call_id: str
+    name: str
+    args: Any = None
+    result: str | None = None
+    is_error: bool = False
+    risk: str | None = None
+    duration_ms: float | None = None
+    approval: str | None = None
+
+
+class JournalDump(_Model):
+    """What the kernel stored, in the order it stored it (001's Journal contract)."""
+
+    sessions: list[SessionRecord] = Field(default_factory=list)
+    turns: list[TurnRecord] = Field(default_factory=list)
+    messages: list[MessageRecord] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+
+
+class UsageEvent(_Model):
+    session_id: str
+    turn_id: str | None = None
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost_usd: float
+
+
+class Span(_Model):
+    span_id: str
+    parent_id: str | None = None
+    name: str
+    #: session | turn | model_call | tool | veto_chain | hook | other
+    kind: str
+    start: float | None = None
+    end: float | None = None
+    attributes: JSON = Field(default_factory=dict)
+
+
+class Outcome(_Model):
+    """How one user message's run ended."""
+
+    message: int
+    session_id: str | None = None
+    turn_id: str | None = None
+    #: commonagent: completed | interrupted | budget_exhausted | error. kernel: free text.
+    status: str
+    #: kernel profile: success | error_max_turns | error_max_budget_usd | error_max_wall_clock |
+    #: the adapter's doom_loop_subtype | anything else for errors and cancellation.
+    subtype: str | None = None
+    #: The final answer text the turn returned (after transform_llm_output, for commonagent).
+    reply: str | None = None
+    error: str | None = None
+
+
+class KernelRaised(_Model):
+    """The kernel raised out of its public API instead of ending with a status."""
+
+    type: str
+    message: str
+
+
+class Rejection(_Model):
+    """The kernel refused the scenario's configuration when it was created (bad tag, ConcurrencySpec
+    on an interactive tool, negative bound...). ``field`` names what was refused."""
+
+    field: str
+    message: str
+
+
+class RunResult(_Model):
+    outcomes: list[Outcome] = Field(default_factory=list)
+    journal: JournalDump = Field(default_factory=JournalDump)
+    usage: list[UsageEvent] = Field(default_factory=list)
+    spans: list[Span] = Field(default_factory=list)
+    raised: KernelRaised | None = None
+    rejected: Rejection | None = None
+
+
+class Doubles(Protocol):
+    """The harness side of the boundary. Every method may be called concurrently."""
+
+    def model_stream(self, request: JSON, turn: JSON) -> AsyncIterator[JSON]:
+        """Stream the scripted response to ``request`` (see the chunk shapes above)."""
+        ...
+
+    async def invoke_tool(self, call: JSON, turn: JSON) -> JSON:
+        """Run the harness's tool for ``call``; returns ``{"content", "is_error"}``. A scripted
+        failure raises :class:`ToolFailed`."""
+        ...
+
+    async def dispatch_hook(self, hook_id: str, point: str, payload: Any, turn: JSON) -> JSON:
+        """Dispatch to the hook ``hook_id`` registered at ``point``; returns its outcome."""
+        ...
+
+    async def policy_precheck(self, call: JSON, turn: JSON) -> JSON:
+        """003's lightweight precheck of a data-source or interactive call:
+        ``{"allow": bool, "reason": str | None}``."""
+        ...
+
+    async def ask_approver(self, request: JSON, turn: JSON) -> JSON:
+        """000's AskUser: ``request`` is ``{"call_id", "name", "args", "risk", "prompt"}``;
+        returns ``{"decision": "approved" | "denied" | "timed_out"}``."""
+        ...
+
+    def now(self) -> float:
+        """The harness clock in seconds (for kernels that accept an injected clock)."""
+        ...
+
+    def register_canceller(
+        self, message: int, cancel: Callable[[], Awaitable[None] | None]
+    ) -> None:
+        """The adapter registers how to cancel user message ``message``'s running turn; the
+        harness calls it at the scenario's cancel point."""
+        ...
+
+
+class ToolFailed(Exception):
+    """Raised by ``Doubles.invoke_tool`` when the scenario scripts the tool to fail."""
+
+
+@runtime_checkable
+class KernelAdapter(Protocol):
+    info: AdapterInfo
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult: ...
+
+
+AdapterFactory = Callable[[], KernelAdapter]
+
+Verdict = Literal["pass", "fail", "not-offered", "incomplete", "error"]

@@ -1,0 +1,71 @@
+"""003's doom-loop detector: the same call (tool name + canonical input) repeated ``threshold``
+times in a row is a bound-fired condition. Kernel-owned, never delegated to a provider."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import deque
+from typing import Any
+
+from reference_kernel.errors import ConfigError
+
+DEFAULT_THRESHOLD = 3
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, non-ASCII kept, so equal arguments hash equally.
+
+    A string is taken as raw ``input_json``: if it parses to a JSON object or array it is
+    canonicalised; any other string (not JSON, or a JSON scalar) is returned as given.
+    """
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if not isinstance(parsed, (dict, list)):
+            return value
+        value = parsed
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def call_hash(tool_name: str, args: Any) -> str:
+    """hash_of(call) = sha256(tool_name NUL canonicalize(input_json)), hex."""
+    data = tool_name.encode("utf-8") + b"\0" + canonical_json(args).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+class DoomLoopDetector:
+    """Keeps the last ``window_size`` call hashes of a session (resource and data-source calls)."""
+
+    def __init__(self, threshold: int | None = DEFAULT_THRESHOLD, window_size: int | None = None):
+        if threshold is None:
+            threshold = DEFAULT_THRESHOLD
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+            raise ConfigError("doom_loop.threshold", f"must be an integer >= 1, got {threshold!r}")
+        if window_size is None:
+            window_size = threshold
+        if isinstance(window_size, bool) or not isinstance(window_size, int):
+            raise ConfigError("doom_loop.window_size", f"must be an integer, got {window_size!r}")
+        if window_size < threshold:
+            raise ConfigError(
+                "doom_loop.window_size",
+                f"must be >= threshold ({threshold}), got {window_size}",
+            )
+        self.threshold = threshold
+        self.window_size = window_size
+        self._hashes: deque[str] = deque(maxlen=window_size)
+
+    def record(self, tool_name: str, args: Any) -> None:
+        self._hashes.append(call_hash(tool_name, args))
+
+    def fired(self) -> bool:
+        """True when the most recent ``threshold`` hashes exist and are all identical."""
+        if len(self._hashes) < self.threshold:
+            return False
+        recent = list(self._hashes)[-self.threshold :]
+        return all(h == recent[0] for h in recent)
+
+    def reset(self) -> None:
+        self._hashes.clear()

@@ -56,6 +56,8 @@ CAPABILITIES: tuple[str, ...] = (
     "doom_loop_llm_check",
     "weighted_tokens",
     "pipelining",
+    # The kernel ships tool providers of its own (003's SHOULD on data-source declarations).
+    "bundled_tools",
 )
 
 

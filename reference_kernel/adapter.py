@@ -1,0 +1,273 @@
+"""The reference adapter: maps a conformance Scenario onto the reference kernel's two faces.
+
+Profile ``kernel`` runs ``Kernel.run_session`` per user message, ``commonagent`` runs
+``CommonAgent.run_turn``. Everything the harness provides (model, tools, hooks, policy precheck,
+approver, clock) is wired to the doubles; nothing here adds behaviour the kernel lacks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from anyio.lowlevel import checkpoint
+
+import reference_kernel
+from conformance.adapter import (
+    AdapterInfo,
+    Doubles,
+    JournalDump,
+    KernelRaised,
+    Outcome,
+    Rejection,
+    RunResult,
+    Span,
+)
+from conformance.adapter import UsageEvent as UsageOut
+from conformance.scenario import Scenario, ToolDef
+from reference_kernel.agent import CommonAgent
+from reference_kernel.cancel import CancellationToken
+from reference_kernel.concurrency import ConcurrencySpec
+from reference_kernel.config import (
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_ITERATIONS,
+    AddContext,
+    AskUser,
+    Block,
+    DelegateSpec,
+    DoomLoopConfig,
+    HookRegistry,
+    LoopBounds,
+    Modify,
+    ProfileConfig,
+    Replace,
+    ToolSpec,
+    Veto,
+    current_call,
+)
+from reference_kernel.cost import Pricing
+from reference_kernel.doom import DEFAULT_THRESHOLD
+from reference_kernel.errors import ConfigError
+from reference_kernel.ids import IdGenerator
+from reference_kernel.journal import MemoryJournal
+from reference_kernel.kernel import DOOM_LOOP, Kernel, LoopCore
+from reference_kernel.records import TurnInfo
+from reference_kernel.spans import MemorySpanRecorder
+from reference_kernel.tags import merge_tags
+
+CAPABILITIES = ["max_cost_usd", "max_wall_clock_s", "soft_limits", "subagents", "injectable_clock"]
+
+
+class HookRaised(Exception):
+    """A scripted hook's ``raise`` outcome."""
+
+
+class _Wiring:
+    """Callbacks into the doubles, with each TurnInfo's dict made once (not per call)."""
+
+    accepts_turn = True  # the model provider wants the TurnInfo
+
+    def __init__(self, doubles: Doubles) -> None:
+        self.doubles = doubles
+        self._turns: dict[str, dict[str, Any]] = {}
+
+    def turn(self, turn: TurnInfo) -> dict[str, Any]:
+        d = self._turns.get(turn.turn_id)
+        if d is None:
+            d = self._turns[turn.turn_id] = turn.as_dict()
+        return d
+
+    def stream(self, request: dict[str, Any], turn: TurnInfo) -> Any:
+        return self.doubles.model_stream(request, self.turn(turn))
+
+    def tool(self, name: str) -> Any:
+        async def invoke(args: dict[str, Any], turn: TurnInfo) -> dict[str, Any]:
+            call = current_call.get() or {"id": "", "name": name, "args": args}
+            return await self.doubles.invoke_tool(
+                {"id": call["id"], "name": name, "args": args}, self.turn(turn)
+            )
+
+        return invoke
+
+    def hook(self, hook_id: str) -> Any:
+        async def dispatch(point: str, payload: Any, turn: TurnInfo) -> Any:
+            out = await self.doubles.dispatch_hook(hook_id, point, payload, self.turn(turn))
+            return _outcome(out)
+
+        return dispatch
+
+    async def policy(self, call: dict[str, Any], turn: TurnInfo) -> tuple[bool, str | None]:
+        out = await self.doubles.policy_precheck(call, self.turn(turn))
+        return bool(out.get("allow", True)), out.get("reason")
+
+    async def approver(self, request: dict[str, Any], turn: TurnInfo) -> str:
+        out = await self.doubles.ask_approver(request, self.turn(turn))
+        return str(out.get("decision", "denied"))
+
+
+def _outcome(out: Any) -> Any:
+    """A harness outcome dict → the kernel's outcome object (docs/adapter.md)."""
+    if not isinstance(out, dict):
+        return None
+    kind = out.get("kind", "continue")
+    if kind == "replace":
+        return Replace(out.get("payload"))
+    if kind == "veto":
+        return Veto(list(out.get("call_ids", [])), out.get("reason", "vetoed"))
+    if kind == "block":
+        return Block(out.get("reason", ""))
+    if kind == "ask_user":
+        return AskUser(out.get("prompt", ""))
+    if kind == "modify":
+        return Modify(dict(out.get("args") or {}))
+    if kind == "context":
+        return AddContext(out.get("text", ""))
+    if kind == "raise":
+        raise HookRaised(out.get("message", "hook failed"))
+    return None
+
+
+def _tool_spec(tool: ToolDef) -> ToolSpec:
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        kind=tool.kind,
+        provider=tool.provider,
+        concurrency=(
+            ConcurrencySpec(safe=tool.concurrency.safe, key_fields=list(tool.concurrency.key_fields))
+            if tool.concurrency is not None
+            else None
+        ),
+        terminates_turn=tool.terminates_turn,
+        risk=tool.risk,
+        delegate=(
+            DelegateSpec(max_cost_usd=tool.subagent.max_cost_usd, max_turns=tool.subagent.max_turns)
+            if tool.subagent is not None
+            else None
+        ),
+    )
+
+
+def build(scenario: Scenario, doubles: Doubles) -> tuple[LoopCore, _Wiring]:
+    """The kernel for a scenario; raises ConfigError for a configuration it refuses."""
+    b = scenario.bounds
+    profile = ProfileConfig(
+        profile_id=scenario.profile_id,
+        tags=scenario.profile_tags,
+        system_prompt=scenario.system_prompt,
+        max_iterations=b.max_iterations if b.max_iterations is not None else DEFAULT_MAX_ITERATIONS,
+        bounds=LoopBounds(
+            max_turns=b.max_turns,
+            max_cost_usd=b.max_cost_usd,
+            max_wall_clock_s=b.max_wall_clock_s,
+            soft=b.soft,
+        ),
+        max_depth=b.max_depth if b.max_depth is not None else DEFAULT_MAX_DEPTH,
+        doom_loop=DoomLoopConfig(
+            threshold=(
+                scenario.doom_loop.threshold if scenario.doom_loop.threshold is not None else DEFAULT_THRESHOLD
+            ),
+            window_size=scenario.doom_loop.window_size,
+        ),
+        model=scenario.model.name,
+    )
+    merge_tags(scenario.session_tags)
+    for message in scenario.user_messages:
+        merge_tags(message.tags)
+    wiring = _Wiring(doubles)
+    hooks = HookRegistry()
+    for hook in scenario.hooks:
+        hooks.register(hook.point, hook.id, wiring.hook(hook.id))
+    tools = [(_tool_spec(t), None if t.subagent is not None else wiring.tool(t.name)) for t in scenario.tools]
+    face = Kernel if scenario.profile == "kernel" else CommonAgent
+    ids = IdGenerator(doubles.now)  # one generator for every id, so they sort by creation
+    kernel = face(
+        profile,
+        wiring,
+        tools,
+        hooks,
+        journal=MemoryJournal(ids),
+        clock=doubles.now,
+        ids=ids,
+        spans=MemorySpanRecorder(doubles.now),
+        pricing=Pricing(**scenario.model.pricing.model_dump()),
+        policy=wiring.policy,
+        approver=wiring.approver,
+    )
+    return kernel, wiring
+
+
+class ReferenceAdapter:
+    info = AdapterInfo(
+        name="reference-kernel",
+        version=reference_kernel.__version__,
+        profiles=["kernel", "commonagent"],
+        capabilities=list(CAPABILITIES),
+        doom_loop_subtype=DOOM_LOOP,
+    )
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        try:
+            kernel, _wiring = build(scenario, doubles)
+        except ConfigError as exc:
+            return RunResult(rejected=Rejection(field=exc.field, message=exc.message))
+        outcomes: list[Outcome | None] = [None] * len(scenario.user_messages)
+        raised: list[KernelRaised] = []
+        sessions: dict[str, str] = {}
+
+        async def run_one(index: int, session_id: str, token: CancellationToken, done: anyio.Event) -> None:
+            text = scenario.user_messages[index].text
+            try:
+                if isinstance(kernel, Kernel):
+                    r = await kernel.run_session(session_id, text, token=token)
+                    outcomes[index] = Outcome(
+                        message=index, session_id=r.session_id, turn_id=r.turn_id, status=r.status,
+                        subtype=r.subtype, reply=r.reply, error=r.error,
+                    )
+                else:
+                    assert isinstance(kernel, CommonAgent)
+                    a = await kernel.run_turn(session_id, text, token=token)
+                    outcomes[index] = Outcome(
+                        message=index, session_id=a.session_id, turn_id=a.turn_id, status=a.status,
+                        reply=a.reply, error=a.error,
+                    )
+            except Exception as exc:  # the kernel broke its contract: report it, do not hide it
+                raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
+            finally:
+                done.set()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                pending: list[anyio.Event] = []
+                for index, message in enumerate(scenario.user_messages):
+                    if not message.concurrent:
+                        for event in pending:
+                            await event.wait()
+                    session_id = sessions.get(message.session)
+                    if session_id is None:
+                        session_id = await kernel.new_session(
+                            message.text, list(scenario.session_tags) + list(message.tags)
+                        )
+                        sessions[message.session] = session_id
+                    token = CancellationToken()
+                    doubles.register_canceller(index, token.cancel)
+                    done = anyio.Event()
+                    pending.append(done)
+                    tg.start_soon(run_one, index, session_id, token, done)
+                    await checkpoint()  # let it start before the next one
+        except Exception as exc:
+            raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
+
+        dump = await kernel.journal.dump()
+        return RunResult(
+            outcomes=[o for o in outcomes if o is not None],
+            journal=JournalDump.model_validate(dump),
+            usage=[UsageOut.model_validate(e.as_dict()) for e in kernel.usage],
+            spans=[Span.model_validate(s) for s in kernel.spans.spans],  # type: ignore[attr-defined]
+            raised=raised[0] if raised else None,
+        )
+
+
+def factory() -> ReferenceAdapter:
+    return ReferenceAdapter()

@@ -1,0 +1,78 @@
+"""000's CancellationToken, built on anyio cancel scopes.
+
+The loop checks ``token.cancelled`` between steps and runs in-flight work (the model call, tool
+executions) inside ``token.scope()``, a CancelScope the token cancels. A child token (given to a
+sub-agent) is cancelled with its parent, so stopping a parent stops its children too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
+
+
+class Cancelled(Exception):
+    """Raised inside the loop when it finds its token cancelled (never leaves the kernel)."""
+
+
+class CancellationToken:
+    """Cancel once; every scope opened from it and every child token is cancelled too."""
+
+    __slots__ = ("_cancelled", "_children", "_scopes", "_parent")
+
+    def __init__(self, parent: CancellationToken | None = None) -> None:
+        self._cancelled = False
+        self._children: list[CancellationToken] = []
+        self._scopes: list[anyio.CancelScope] = []
+        self._parent = parent
+        if parent is not None:
+            if parent._cancelled:
+                self._cancelled = True
+            else:
+                parent._children.append(self)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Synchronous and idempotent, so it can be called from a hook, a tool or a button."""
+        if self._cancelled:
+            return
+        self._cancelled = True
+        for scope in list(self._scopes):
+            scope.cancel()
+        for child in list(self._children):
+            child.cancel()
+        self._children.clear()
+
+    def child(self) -> CancellationToken:
+        return CancellationToken(self)
+
+    def detach(self) -> None:
+        """Forget this token in its parent (a finished child must not be kept alive)."""
+        if self._parent is not None:
+            try:
+                self._parent._children.remove(self)
+            except ValueError:
+                pass
+
+    def check(self) -> None:
+        """The between-steps check."""
+        if self._cancelled:
+            raise Cancelled()
+
+    @contextmanager
+    def scope(self) -> Iterator[anyio.CancelScope]:
+        """A CancelScope this token cancels; the caller checks ``cancelled`` after the block."""
+        scope = anyio.CancelScope()
+        if self._cancelled:
+            scope.cancel()
+        self._scopes.append(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._scopes.remove(scope)

@@ -7,9 +7,6 @@ sub-agent) is cancelled with its parent, so stopping a parent stops its children
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import anyio
 
 
@@ -64,15 +61,29 @@ class CancellationToken:
         if self._cancelled:
             raise Cancelled()
 
-    @contextmanager
-    def scope(self) -> Iterator[anyio.CancelScope]:
+    def scope(self) -> _TokenScope:
         """A CancelScope this token cancels; the caller checks ``cancelled`` after the block."""
-        scope = anyio.CancelScope()
-        if self._cancelled:
-            scope.cancel()
-        self._scopes.append(scope)
+        return _TokenScope(self)
+
+
+class _TokenScope:
+    """``with token.scope():`` — a class, not a generator context manager: it is on the hot path
+    (every model call and tool execution)."""
+
+    __slots__ = ("_token", "_scope")
+
+    def __init__(self, token: CancellationToken) -> None:
+        self._token = token
+        self._scope = anyio.CancelScope()
+
+    def __enter__(self) -> anyio.CancelScope:
+        if self._token._cancelled:
+            self._scope.cancel()
+        self._token._scopes.append(self._scope)
+        return self._scope.__enter__()
+
+    def __exit__(self, *exc_info: object) -> bool:
         try:
-            with scope:
-                yield scope
+            return bool(self._scope.__exit__(*exc_info))  # type: ignore[arg-type]
         finally:
-            self._scopes.remove(scope)
+            self._token._scopes.remove(self._scope)

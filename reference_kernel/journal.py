@@ -7,7 +7,6 @@ loop's live objects and the in-memory and SQLite journals behave the same.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,11 +30,34 @@ class Journal(Protocol):
     async def cost_by_tag(self) -> dict[str, float]: ...
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> Any:
+    """Deep copy of JSON data (dict with str keys, list/tuple, scalars); TypeError otherwise.
+    A few times faster than a dumps/loads round trip on the small messages of a turn."""
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise TypeError(f"key {key!r} is not a string")
+            out[key] = _plain(item)
+        return out
+    if kind is list or kind is tuple:
+        return [_plain(item) for item in value]
+    if isinstance(value, _SCALARS):
+        if kind is float and (value != value or value in (float("inf"), float("-inf"))):
+            raise TypeError(f"{value!r} is not a JSON number")
+        return value
+    raise TypeError(f"{kind.__name__} {value!r} is not JSON data")
+
+
 def json_copy(value: Any, what: str) -> Any:
-    """A deep copy through JSON; refuses what cannot be stored as JSON, naming it."""
+    """A deep copy of JSON data; refuses what cannot be stored as JSON, naming it."""
     try:
-        return json.loads(json.dumps(value, ensure_ascii=False))
-    except (TypeError, ValueError) as exc:
+        return _plain(value)
+    except (TypeError, RecursionError) as exc:
         raise ValueError(f"journal: {what} is not JSON-serialisable: {exc}") from None
 
 

@@ -146,6 +146,9 @@ class RunSession:
     reply: str | None = None
     error: str | None = None
     bad_args: dict[str, str] = field(default_factory=dict)  # this turn's unparsable input_json
+    #: The request's messages (system text + history), kept up to date by ``_append`` so that a
+    #: turn's request costs O(1), not a copy of the whole history (no work grows with history).
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def parent_span(self) -> str:
@@ -561,6 +564,7 @@ class Kernel(LoopCore):
         try:
             await self.journal.start_turn(turn)
             run.history = await self.journal.load_history(turn.session_id)
+            run.messages = self._system_messages() + run.history
             await self._append(run, {"role": "user", "text": text})
             await self._session_start(run)
             await self._loop(run)
@@ -699,16 +703,21 @@ class Kernel(LoopCore):
         )
         return self._build_request(run, out, limit)
 
+    def _system_messages(self) -> list[dict[str, Any]]:
+        if self.profile.system_prompt:
+            return [{"role": "system", "text": self.profile.system_prompt}]
+        return []
+
     def _build_request(self, run: RunSession, out: Any, limit: str | None) -> dict[str, Any]:
         out = out if isinstance(out, dict) else {}
         payload = out.get("payload")
         history = payload.get("history", run.history) if isinstance(payload, dict) else run.history
-        messages: list[dict[str, Any]] = []
-        if self.profile.system_prompt:
-            messages.append({"role": "system", "text": self.profile.system_prompt})
-        messages.extend(history)
-        if limit is not None:
-            messages.append({"role": "user", "text": self._limit_instruction(limit)})
+        if history is run.history and limit is None:
+            messages = run.messages  # the live list: nothing copied on the hot path
+        else:  # a hook replaced the history, or the limit-reached turn adds its instruction
+            messages = self._system_messages() + list(history)
+            if limit is not None:
+                messages.append({"role": "user", "text": self._limit_instruction(limit)})
         tools = [] if limit is not None else out.get("tool_specs", [])
         return {"messages": messages, "tools": tools, "params": out.get("params") or {}}
 
@@ -882,6 +891,7 @@ class Kernel(LoopCore):
 
     async def _append(self, run: RunSession, message: dict[str, Any]) -> None:
         run.history.append(message)
+        run.messages.append(message)
         await self.journal.append_message(run.turn, message)
 
     def _check_doom(self, run: RunSession, calls: list[Call]) -> str | None:

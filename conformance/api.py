@@ -1,0 +1,253 @@
+"""Run the conformance suite in-process and get the Report: the engine behind ``akc run`` and
+:func:`certify` (the function kit a kernel author can call from their own tests).
+
+Both call ``pytest.main`` on ``conformance.suite`` with the suite's own ini file (so the user's
+pytest configuration does not leak in) and the ``akc`` plugin options, and collect the Report
+the plugin builds at session end through a small collector plugin.
+
+Inside a running pytest session (a kernel author's ``test_conformance.py``), :func:`certify`
+still runs the inner session in-process: pytest supports nested ``pytest.main`` calls (its own
+``pytester.inline_run`` does this), the plugin keeps its state per config, and the inner
+session's output is captured. Usage errors raise :class:`~conformance.expect.UsageError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.expect import UsageError
+from conformance.loading import DEFAULT_ADAPTER, adapter_info, check_adapter, load_adapter, register_scheme
+from conformance.report import Report
+
+SUITE_DIR = Path(__file__).resolve().parent / "suite"
+SUITE_INI = SUITE_DIR / "pytest.ini"
+BACKENDS = ("asyncio", "trio")
+
+# In-process adapters handed to certify() as objects are reached through an "object:<n>" spec.
+_OBJECTS: dict[str, Any] = {}
+_COUNTER = itertools.count(1)
+
+
+def _load_object(token: str) -> Any:
+    target = _OBJECTS.get(token)
+    if target is None:
+        raise UsageError(f"no in-process adapter registered as object:{token}")
+    if isinstance(target, type) or (callable(target) and not hasattr(target, "run")):
+        return target()
+    return target
+
+
+register_scheme("object", _load_object)
+
+
+@dataclass
+class SuiteOptions:
+    adapter: str = DEFAULT_ADAPTER
+    profile: str | None = None
+    reqs: list[str] = field(default_factory=list)
+    json_path: str | None = None
+    junit_path: str | None = None
+    markdown_path: str | None = None
+    strict: bool = False
+    backend: str = "asyncio"
+    verbose: bool = False
+    timeout_cap_s: float | None = None
+    smoke: bool = False
+    extra_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SuiteRun:
+    report: Report | None
+    exit_code: int
+    #: pytest's own output (captured unless verbose).
+    output: str = ""
+    pytest_exit: int = 0
+
+
+def _plugin_autoloaded() -> bool:
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return False
+    try:
+        eps = metadata.entry_points(group="pytest11")
+    except Exception:  # noqa: BLE001
+        return False
+    return any(ep.value.startswith("conformance.pytest_plugin") for ep in eps)
+
+
+def validate(options: SuiteOptions) -> None:
+    """Check everything that makes a usage error before any scenario runs (one-line errors)."""
+    from conformance.pytest_plugin import PROFILES, REQ_ID, catalog_get, load_catalog_or_none, parse_profile
+
+    if options.backend not in BACKENDS:
+        raise UsageError(f"unknown backend {options.backend!r} (use asyncio or trio)")
+    wanted = parse_profile(options.profile)
+    bad = [r for r in options.reqs if not REQ_ID.match(r.strip().upper())]
+    if bad:
+        raise UsageError(f"not a requirement id: {', '.join(bad)} (expected e.g. LOOP-001)")
+    catalog = load_catalog_or_none()
+    if catalog is not None:
+        unknown = [r for r in options.reqs if catalog_get(catalog, r.strip().upper()) is None]
+        if unknown:
+            raise UsageError(f"unknown requirement id(s): {', '.join(unknown)}")
+    adapter = load_adapter(options.adapter)
+    info = adapter_info(adapter)
+    claimed = [p for p in PROFILES if p in info.profiles]
+    if not claimed:
+        raise UsageError(f"adapter {options.adapter!r} claims no profile (AdapterInfo.profiles is empty)")
+    if wanted is not None and not set(wanted) & set(claimed):
+        raise UsageError(
+            f"adapter {options.adapter!r} does not claim the {' or '.join(wanted)} profile (it claims {', '.join(claimed) or 'none'})"
+        )
+
+
+def pytest_args(options: SuiteOptions) -> list[str]:
+    """The pytest command line for this run."""
+    args = [
+        "--pyargs",
+        "conformance.suite",
+        "-c",
+        str(SUITE_INI),
+        "--rootdir",
+        str(SUITE_DIR),
+        "-p",
+        "no:cacheprovider",
+        "-q" if not options.verbose else "-v",
+        "--kernel",
+        options.adapter,
+        "--akc-backend",
+        options.backend,
+        "--akc-no-summary",
+        "--continue-on-collection-errors",
+    ]
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        args += ["-p", "pytest_bdd.plugin"]
+    if not _plugin_autoloaded():
+        args += ["-p", "conformance.pytest_plugin"]
+    if options.profile:
+        args += ["--akc-profile", options.profile]
+    for r in options.reqs:
+        args += ["--akc-req", r.strip().upper()]
+    if options.json_path:
+        args += ["--akc-json", str(options.json_path)]
+    if options.junit_path:
+        args += ["--akc-junit", str(options.junit_path)]
+    if options.markdown_path:
+        args += ["--akc-markdown", str(options.markdown_path)]
+    if options.strict:
+        args.append("--akc-strict")
+    if options.smoke:
+        args.append("--akc-smoke")
+    if options.timeout_cap_s is not None:
+        args += ["--akc-timeout-cap", str(options.timeout_cap_s)]
+    return args + list(options.extra_args)
+
+
+class _Collector:
+    """Receives the Report the akc plugin built at the end of the session."""
+
+    def __init__(self) -> None:
+        self.report: Report | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from conformance.pytest_plugin import STATE_KEY
+
+        state = session.config.stash.get(STATE_KEY, None)
+        self.report = state.report if state is not None else None
+
+
+def run_suite(options: SuiteOptions) -> SuiteRun:
+    """Validate, run the suite in-process, return the Report and the exit code.
+
+    Raises UsageError for usage errors (exit code 2 for the CLI).
+    """
+    validate(options)
+    collector = _Collector()
+    args = pytest_args(options)
+    buffer = io.StringIO()
+    # Hypothesis keeps a cache folder; keep it out of the user's working directory.
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "akc-hypothesis"))
+    if options.verbose:
+        code = pytest.main(args, plugins=[collector])
+    else:
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            code = pytest.main(args, plugins=[collector])
+    output = buffer.getvalue()
+    if collector.report is None:
+        if int(code) == int(pytest.ExitCode.USAGE_ERROR):
+            line = next((ln for ln in output.splitlines() if ln.startswith("ERROR:")), "pytest usage error")
+            raise UsageError(line.removeprefix("ERROR: ").strip())
+        return SuiteRun(report=None, exit_code=3, output=output, pytest_exit=int(code))
+    return SuiteRun(report=collector.report, exit_code=collector.report.exit_code, output=output, pytest_exit=int(code))
+
+
+def certify(
+    factory_or_spec: str | Callable[[], Any] | Any,
+    profile: str | None = None,
+    reqs: Sequence[str] | None = None,
+    *,
+    strict: bool = False,
+    backend: str = "asyncio",
+    json_path: str | None = None,
+    junit_path: str | None = None,
+    markdown_path: str | None = None,
+    timeout_cap_s: float | None = None,
+    smoke: bool = False,
+    pytest_args: Sequence[str] = (),
+) -> Report:
+    """Certify a kernel and return the Report (``report.exit_code``, ``report.verdicts()``).
+
+    ``factory_or_spec`` is a ``"pkg.mod:factory"`` spec, a factory (a callable returning an
+    adapter), or an adapter object. ``smoke=True`` runs only the @smoke scenarios (and reports
+    only their requirements); ``pytest_args`` are passed on (e.g. ``["-k", "cancel"]``). Usable from a kernel author's own pytest run::
+
+        def test_conformance():
+            report = conformance.certify(my_kernel.adapter_factory, profile="kernel")
+            assert report.exit_code == 0, report.failing()
+    """
+    token: str | None = None
+    if isinstance(factory_or_spec, str):
+        spec = factory_or_spec
+    else:
+        token = str(next(_COUNTER))
+        if hasattr(factory_or_spec, "run") and hasattr(factory_or_spec, "info"):
+            check_adapter(factory_or_spec, "object")
+        _OBJECTS[token] = factory_or_spec
+        spec = f"object:{token}"
+    try:
+        run = run_suite(
+            SuiteOptions(
+                adapter=spec,
+                profile=profile,
+                reqs=list(reqs or []),
+                strict=strict,
+                backend=backend,
+                json_path=json_path,
+                junit_path=junit_path,
+                markdown_path=markdown_path,
+                timeout_cap_s=timeout_cap_s,
+                smoke=smoke,
+                extra_args=list(pytest_args),
+            )
+        )
+    finally:
+        if token is not None:
+            _OBJECTS.pop(token, None)
+    if run.report is None:
+        from conformance.expect import HarnessError
+
+        tail = "\n".join(run.output.strip().splitlines()[-15:])
+        raise HarnessError(f"the conformance run produced no report (pytest exit {run.pytest_exit}):\n{tail}")
+    return run.report

@@ -1,0 +1,63 @@
+"""``akc run``: certify a kernel through its adapter and print the verdict per requirement.
+``akc run --smoke`` runs only the trivial @smoke scenarios: when they fail, suspect the adapter.
+
+Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also a SHOULD/MAY),
+2 usage error (bad flag, unknown adapter, requirement id or profile), 3 incomplete or error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from conformance.loading import DEFAULT_ADAPTER
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``run`` command to the ``akc`` app."""
+
+    @app.command("run")
+    def run(
+        adapter: Annotated[str, typer.Option("--adapter", "-a", help="adapter factory, pkg.mod:factory")] = DEFAULT_ADAPTER,
+        profile: Annotated[str | None, typer.Option("--profile", help="kernel | commonagent | both (default: what the adapter claims)")] = None,
+        req: Annotated[list[str] | None, typer.Option("--req", help="only this requirement id (repeatable)")] = None,
+        json_path: Annotated[Path | None, typer.Option("--json", help="write the JSON report here")] = None,
+        junit_path: Annotated[Path | None, typer.Option("--junit", help="write the JUnit XML report here")] = None,
+        markdown_path: Annotated[Path | None, typer.Option("--markdown", help="write a Markdown summary here")] = None,
+        smoke: Annotated[bool, typer.Option("--smoke", help="only the @smoke scenarios: an adapter check")] = False,
+        strict: Annotated[bool, typer.Option("--strict", help="a failing SHOULD/MAY also fails the run")] = False,
+        backend: Annotated[str, typer.Option("--backend", help="asyncio | trio")] = "asyncio",
+        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show pytest's own output")] = False,
+        timeout_cap: Annotated[float | None, typer.Option("--timeout-cap", help="cap every scenario's timeout (seconds)", hidden=True)] = None,
+    ) -> None:
+        """Run the conformance suite against a kernel adapter."""
+        from conformance.api import SuiteOptions, run_suite
+        from conformance.expect import UsageError
+        from conformance.report import print_report
+
+        options = SuiteOptions(
+            adapter=adapter,
+            profile=profile,
+            reqs=list(req or []),
+            json_path=str(json_path) if json_path else None,
+            junit_path=str(junit_path) if junit_path else None,
+            markdown_path=str(markdown_path) if markdown_path else None,
+            strict=strict,
+            smoke=smoke,
+            backend=backend,
+            verbose=verbose,
+            timeout_cap_s=timeout_cap,
+        )
+        try:
+            result = run_suite(options)
+        except UsageError as exc:
+            typer.echo(f"akc run: {exc}", err=True)
+            raise typer.Exit(2) from None
+        if result.report is None:
+            tail = "\n".join(result.output.strip().splitlines()[-20:])
+            typer.echo(f"akc run: the suite did not produce a report (pytest exit {result.pytest_exit})\n{tail}", err=True)
+            raise typer.Exit(3)
+        print_report(result.report, verbose=verbose)
+        raise typer.Exit(result.exit_code)

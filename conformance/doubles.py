@@ -1,0 +1,406 @@
+"""The harness's doubles: the scripted model, instrumented tools, recording hooks, policy
+precheck, approver and clock that a kernel is wired to for one scenario.
+
+Everything they see goes into ONE ordered observation log (a list of dicts, each with a global
+``seq``), so a check can ask "what happened, in what order" without trusting the kernel. The
+event kinds and their fields:
+
+* ``model_request`` (index, request, turn) / ``model_response`` (index, chunks) /
+  ``model_error`` (index, status, message) / ``script_exhausted`` (index)
+* ``tool_start`` (call_id, name, args, turn) / ``tool_end`` (call_id, name, args, turn, result
+  or error, cancelled)
+* ``hook`` (hook_id, point, payload, turn, outcome, occurrence)
+* ``policy`` (call, decision) / ``approval`` (request, decision)
+* ``cancel`` (where, message) / ``cancel_missing`` (where, message)
+* ``rendezvous_timeout`` (call_id, group, missing) / ``finish_order_timeout`` (call_id, waited_for)
+* ``unknown_tool`` / ``unknown_hook``
+
+Model responses that must be cancelled (``block_until_cancelled``, or the call a
+``CancelAt(at="model_call")`` names) stream their *text* chunks (``chunks`` of them), then — for a
+cancel point — call the adapter's canceller, and then block until the kernel cancels the call;
+a kernel that does not is failed by the scenario timeout.
+
+Concurrency is proven without sleeps: a rendezvous group's calls each set their own event and
+wait for all the others under ``anyio.fail_after``; a kernel that runs them one after the other
+makes the wait time out, which is logged (the tool still returns) and turned into a failure.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from conformance.adapter import JSON, ModelCallError, ToolFailed
+from conformance.scenario import ModelResponse, Scenario, ScriptedToolCall, ToolDef
+
+#: Upper bound (seconds) for a rendezvous or finish-order wait; it never exceeds half the
+#: scenario's timeout so that a failed rendezvous is reported as such, not as a hang.
+RENDEZVOUS_TIMEOUT_S = 2.0
+
+EXHAUSTED_TEXT = "(script exhausted)"
+
+
+class HookRaised(RuntimeError):
+    """What a hook scripted with ``Raise`` raises into the kernel."""
+
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def snapshot(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars), ~5x faster than
+    ``copy.deepcopy``; anything else falls back to ``copy.deepcopy``. The log must not change
+    when the kernel later mutates what it handed over (its history list, for one)."""
+    t = type(value)
+    if t is dict:
+        return {k: snapshot(v) for k, v in value.items()}
+    if t is list or t is tuple:
+        return [snapshot(v) for v in value]
+    if t in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces: the form used for ``{args}`` in result templates."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def split_text(text: str, parts: int) -> list[str]:
+    """``text`` cut into ``parts`` non-empty pieces (fewer if the text is shorter)."""
+    parts = max(1, min(parts, len(text) or 1))
+    size, extra = divmod(len(text), parts)
+    out, pos = [], 0
+    for i in range(parts):
+        n = size + (1 if i < extra else 0)
+        out.append(text[pos : pos + n])
+        pos += n
+    return [p for p in out if p] or [text]
+
+
+class ObservationLog:
+    """The ordered, append-only event log shared by all doubles of one scenario."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def add(self, kind: str, **fields: Any) -> dict[str, Any]:
+        with self._lock:
+            event = {"seq": len(self.events), "kind": kind, **fields}
+            self.events.append(event)
+        return event
+
+    def of(self, *kinds: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] in kinds]
+
+
+class _Expanded:
+    """One model call's scripted response after ``repeat`` expansion."""
+
+    def __init__(self, response: ModelResponse, repetition: int) -> None:
+        self.response = response
+        self.repetition = repetition
+
+    def call_id(self, call: ScriptedToolCall, index: int, pos: int) -> str:
+        if call.id is None:
+            return f"c{index}_{pos}"
+        return call.id if self.repetition == 0 else f"{call.id}_r{self.repetition}"
+
+
+class HarnessDoubles:
+    """Implements :class:`conformance.adapter.Doubles` for one :class:`Scenario`."""
+
+    def __init__(self, scenario: Scenario, *, rendezvous_timeout_s: float | None = None) -> None:
+        self.scenario = scenario
+        self.log = ObservationLog()
+        self.rendezvous_timeout_s = rendezvous_timeout_s or min(
+            RENDEZVOUS_TIMEOUT_S, max(0.05, scenario.timeout_s / 2.5)
+        )
+        self._script: list[_Expanded] = [
+            _Expanded(r, k) for r in scenario.model.responses for k in range(max(1, r.repeat))
+        ]
+        self._tools: dict[str, ToolDef] = {t.name: t for t in scenario.tools}
+        self._hooks = {h.id: h for h in scenario.hooks}
+        self._model_calls = 0
+        self._approvals = 0
+        self._hook_counts: dict[str, int] = {}
+        self._cancellers: dict[int, Callable[[], Awaitable[None] | None]] = {}
+        self._cancelled = False
+        # In-flight bookkeeping for the hang diagnostic.
+        self._in_flight: dict[str, str] = {}
+        # anyio events must be created inside the event loop: made lazily, by name.
+        self._events: dict[str, anyio.Event] = {}
+        self._started_calls: set[str] = set()
+        self._ended_calls: set[str] = set()
+        # The hook point whose occurrences a CancelAt(at="hook") counts: that point's first hook.
+        self._cancel_hook_id: str | None = None
+        cancel = scenario.cancel
+        if cancel is not None and cancel.at == "hook":
+            self._cancel_hook_id = next((h.id for h in scenario.hooks if h.point == cancel.point), None)
+
+    # ----------------------------------------------------------------- bookkeeping
+
+    def _event(self, name: str) -> anyio.Event:
+        ev = self._events.get(name)
+        if ev is None:
+            ev = self._events[name] = anyio.Event()
+        return ev
+
+    def in_flight(self) -> list[str]:
+        """What had started and not finished (for a hang diagnostic)."""
+        return list(self._in_flight.values())
+
+    @property
+    def model_calls(self) -> int:
+        return self._model_calls
+
+    # ----------------------------------------------------------------- cancellation
+
+    async def _cancel(self, where: dict[str, Any]) -> None:
+        message = self.scenario.cancel.message if self.scenario.cancel else 0
+        canceller = self._cancellers.get(message)
+        if canceller is None:
+            self.log.add("cancel_missing", where=where, message=message)
+            return
+        self._cancelled = True
+        self.log.add("cancel", where=where, message=message)
+        result = canceller()
+        if inspect.isawaitable(result):
+            await result
+
+    def register_canceller(self, message: int, cancel: Callable[[], Awaitable[None] | None]) -> None:
+        """The adapter says how to cancel user message ``message``'s running turn."""
+        self._cancellers[message] = cancel
+
+    # ----------------------------------------------------------------- model
+
+    def model_stream(self, request: JSON, turn: JSON) -> AsyncIterator[JSON]:
+        """The scripted model: one response per call, in script order."""
+        index = self._model_calls
+        self._model_calls += 1
+        self.log.add("model_request", index=index, request=snapshot(request), turn=snapshot(turn))
+        return self._stream(index)
+
+    def _chunks(self, expanded: _Expanded, index: int) -> tuple[list[JSON], list[JSON]]:
+        """(text chunks, tool_use + usage chunks) of one response."""
+        r = expanded.response
+        text_chunks = [{"type": "text", "text": t} for t in split_text(r.text, r.chunks)] if r.text else []
+        rest: list[JSON] = []
+        for pos, call in enumerate(r.tool_calls):
+            raw = call.raw_args if call.raw_args is not None else json.dumps(call.args or {})
+            rest.append(
+                {"type": "tool_use", "id": expanded.call_id(call, index, pos), "name": call.name, "input_json": raw}
+            )
+        u = r.usage
+        rest.append(
+            {
+                "type": "usage",
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+                "cached_input_tokens": u.cached_input_tokens,
+            }
+        )
+        return text_chunks, rest
+
+    async def _stream(self, index: int) -> AsyncIterator[JSON]:
+        key = f"model:{index}"
+        self._in_flight[key] = f"model call #{index}"
+        sent: list[JSON] = []
+        try:
+            cancel = self.scenario.cancel
+            cancel_here = cancel is not None and cancel.at == "model_call" and cancel.index == index
+            if index < len(self._script):
+                expanded = self._script[index]
+            else:
+                self.log.add("script_exhausted", index=index)
+                expanded = _Expanded(ModelResponse(text=EXHAUSTED_TEXT), 0)
+            r = expanded.response
+            text_chunks, rest = self._chunks(expanded, index)
+            if cancel_here or r.block_until_cancelled:
+                # Stream the text part, then never finish: the kernel must cancel the call.
+                for chunk in text_chunks:
+                    sent.append(chunk)
+                    yield chunk
+                self._in_flight[key] = f"model call #{index} (blocked until cancelled)"
+                if cancel_here:
+                    await self._cancel({"at": "model_call", "index": index})
+                await anyio.sleep_forever()
+            if r.error is not None:
+                for chunk in (text_chunks + rest)[: r.error.after_chunks]:
+                    sent.append(chunk)
+                    yield chunk
+                self.log.add("model_error", index=index, status=r.error.status, message=r.error.message)
+                raise ModelCallError(r.error.status, r.error.message)
+            for chunk in text_chunks + rest:
+                sent.append(chunk)
+                yield chunk
+        finally:
+            self._in_flight.pop(key, None)
+            self.log.add("model_response", index=index, chunks=snapshot(sent))
+
+    # ----------------------------------------------------------------- tools
+
+    def _result_text(self, tool: ToolDef | None, call: JSON) -> str:
+        call_id = str(call.get("id"))
+        script = self.scenario.calls.get(call_id)
+        if script is not None and script.result is not None:
+            return script.result
+        template = tool.result if tool is not None else "{name} ok"
+        return (
+            template.replace("{name}", str(call.get("name")))
+            .replace("{args}", canonical_json(call.get("args")))
+            .replace("{call_id}", call_id)
+        )
+
+    async def invoke_tool(self, call: JSON, turn: JSON) -> JSON:
+        """An instrumented tool: logs start and end, meets its rendezvous, keeps finish order."""
+        call = snapshot(call)
+        call_id = str(call.get("id"))
+        name = call.get("name")
+        args = call.get("args")
+        tool = self._tools.get(str(name))
+        self._started_calls.add(call_id)
+        self._event(f"start:{call_id}").set()
+        self.log.add("tool_start", call_id=call_id, name=name, args=args, turn=snapshot(turn))
+        self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} ({name})"
+        end: dict[str, Any] = {"cancelled": True}
+        try:
+            cancel = self.scenario.cancel
+            if cancel is not None and cancel.at == "tool" and cancel.call_id == call_id:
+                await self._cancel({"at": "tool", "call_id": call_id})
+            if tool is None:
+                self.log.add("unknown_tool", call_id=call_id, name=name)
+            await self._rendezvous(call_id)
+            await self._wait_predecessor(call_id)
+            script = self.scenario.calls.get(call_id)
+            if script is not None and script.error is not None:
+                end = {"error": script.error, "cancelled": False}
+                raise ToolFailed(script.error)
+            if tool is None:
+                content, is_error = f"unknown tool {name!r}", True
+            else:
+                content, is_error = self._result_text(tool, call), False
+            end = {"result": content, "is_error": is_error, "cancelled": False}
+            return {"content": content, "is_error": is_error}
+        finally:
+            self._in_flight.pop(f"tool:{call_id}", None)
+            self._ended_calls.add(call_id)
+            self.log.add("tool_end", call_id=call_id, name=name, args=args, turn=snapshot(turn), **end)
+            self._event(f"end:{call_id}").set()
+
+    async def _rendezvous(self, call_id: str) -> None:
+        for group in self.scenario.rendezvous:
+            if call_id not in group:
+                continue
+            others = [c for c in group if c != call_id]
+            self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} (waiting at rendezvous for {others})"
+            with anyio.move_on_after(self.rendezvous_timeout_s):
+                for other in others:
+                    await self._event(f"start:{other}").wait()
+            missing = [c for c in others if c not in self._started_calls]
+            if missing:
+                self.log.add("rendezvous_timeout", call_id=call_id, group=list(group), missing=missing)
+
+    async def _wait_predecessor(self, call_id: str) -> None:
+        order = self.scenario.finish_order
+        if call_id not in order:
+            return
+        pos = order.index(call_id)
+        if pos == 0:
+            return
+        before = order[pos - 1]
+        self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} (waiting for {before} to finish)"
+        with anyio.move_on_after(self.rendezvous_timeout_s):
+            await self._event(f"end:{before}").wait()
+        if before not in self._ended_calls:
+            self.log.add("finish_order_timeout", call_id=call_id, waited_for=before)
+
+    # ----------------------------------------------------------------- hooks
+
+    @staticmethod
+    def _payload_field(payload: Any, *names: str) -> Any:
+        if not isinstance(payload, dict):
+            return None
+        for name in names:
+            if name in payload:
+                return payload[name]
+        call = payload.get("call")
+        if isinstance(call, dict):
+            for name in names:
+                if name in call:
+                    return call[name]
+        return None
+
+    async def dispatch_hook(self, hook_id: str, point: str, payload: Any, turn: JSON) -> JSON:
+        """Record the dispatch; return the first matching scripted outcome (default continue)."""
+        occurrence = self._hook_counts.get(hook_id, 0)
+        self._hook_counts[hook_id] = occurrence + 1
+        hook = self._hooks.get(hook_id)
+        outcome: JSON = {"kind": "continue"}
+        if hook is None:
+            self.log.add("unknown_hook", hook_id=hook_id, point=point)
+        else:
+            tool = self._payload_field(payload, "name", "tool")
+            call_id = self._payload_field(payload, "call_id", "id")
+            for scripted in hook.script:
+                w = scripted.when
+                if w.tool is not None and w.tool != tool:
+                    continue
+                if w.call_id is not None and w.call_id != call_id:
+                    continue
+                if w.occurrence is not None and w.occurrence != occurrence:
+                    continue
+                outcome = scripted.outcome.model_dump()
+                break
+        self.log.add(
+            "hook",
+            hook_id=hook_id,
+            point=point,
+            payload=snapshot(payload),
+            turn=snapshot(turn),
+            outcome=outcome,
+            occurrence=occurrence,
+        )
+        cancel = self.scenario.cancel
+        if (
+            cancel is not None
+            and cancel.at == "hook"
+            and hook_id == self._cancel_hook_id
+            and occurrence == cancel.occurrence
+        ):
+            await self._cancel({"at": "hook", "point": point, "occurrence": occurrence})
+            return {"kind": "continue"}
+        if outcome["kind"] == "raise":
+            raise HookRaised(outcome.get("message", "hook failed"))
+        return outcome
+
+    # ----------------------------------------------------------------- policy, approver, clock
+
+    async def policy_precheck(self, call: JSON, turn: JSON) -> JSON:
+        """Deny when the call id or the tool name is in ``scenario.policy_deny``."""
+        deny = self.scenario.policy_deny
+        reason = deny.get(str(call.get("id")), deny.get(str(call.get("name"))))
+        decision = {"allow": reason is None, "reason": reason}
+        self.log.add("policy", call=snapshot(call), decision=decision, turn=snapshot(turn))
+        return dict(decision)
+
+    async def ask_approver(self, request: JSON, turn: JSON) -> JSON:
+        """Answers in scenario order, then ``denied``."""
+        i = self._approvals
+        self._approvals += 1
+        answers = self.scenario.approver
+        decision = answers[i] if i < len(answers) else "denied"
+        self.log.add("approval", request=snapshot(request), decision=decision, turn=snapshot(turn))
+        return {"decision": decision}
+
+    def now(self) -> float:
+        """start + advance_per_model_call × model calls so far."""
+        c = self.scenario.clock
+        return c.start + c.advance_per_model_call * self._model_calls

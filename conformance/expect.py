@@ -1,0 +1,106 @@
+"""What a failed check looks like, and who is to blame.
+
+Three kinds of trouble, kept apart because they give different verdicts:
+
+* :class:`ConformanceFailure` (an ``AssertionError``): the *kernel* did something the requirement
+  forbids → verdict ``fail``. Its message always says what was expected and what was observed.
+* :class:`HarnessError`: the harness or the adapter broke (not the kernel's fault) → ``error``.
+* :class:`Unsupported`: the adapter says it cannot express the scenario → ``incomplete``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def show(value: Any, limit: int = 300) -> str:
+    """A short, stable rendering of a value for messages (JSON where possible)."""
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        try:
+            text = json.dumps(value, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ConformanceFailure(AssertionError):
+    """The kernel did not do what a requirement says: verdict ``fail``."""
+
+    def __init__(self, what: str, expected: Any = None, observed: Any = None, *, raw: bool = False):
+        self.what = what
+        self.expected = expected
+        self.observed = observed
+        if raw:
+            message = what
+        else:
+            message = f"{what}: expected {_text(expected)} / observed {_text(observed)}"
+        super().__init__(message)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) and not value.startswith(("{", "[")) else show(value)
+
+
+class HarnessError(Exception):
+    """The harness or the adapter broke, not the kernel: verdict ``error``, never ``fail``."""
+
+
+class AdapterError(HarnessError):
+    """The adapter raised, returned a malformed result, or broke the adapter contract."""
+
+
+class UsageError(Exception):
+    """Bad input from the user (flag, adapter spec, requirement id): one line, exit code 2."""
+
+
+class Unsupported(Exception):
+    """Raised by an adapter that cannot express a scenario with its kernel: verdict
+    ``incomplete`` (it could not be tested), never ``pass`` nor ``fail``."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def fail(what: str, expected: Any, observed: Any) -> None:
+    """Fail the check now."""
+    raise ConformanceFailure(what, expected, observed)
+
+
+def expect_equal(what: str, expected: Any, observed: Any) -> None:
+    """``expected == observed`` or a failure naming both."""
+    if expected != observed:
+        raise ConformanceFailure(what, expected, observed)
+
+
+def expect_true(condition: bool, what: str, expected: Any, observed: Any) -> None:
+    """Fail with ``expected``/``observed`` unless ``condition`` holds."""
+    if not condition:
+        raise ConformanceFailure(what, expected, observed)
+
+
+def expect_in(what: str, member: Any, container: Any) -> None:
+    """``member in container`` or a failure."""
+    if member not in container:
+        raise ConformanceFailure(what, f"{show(member)} among them", container)
+
+
+def expect_not_in(what: str, member: Any, container: Any) -> None:
+    """``member not in container`` or a failure."""
+    if member in container:
+        raise ConformanceFailure(what, f"no {show(member)}", container)
+
+
+def expect_order(what: str, expected: list[Any], observed: list[Any]) -> None:
+    """``observed`` lists exactly ``expected``, in that order."""
+    if list(expected) != list(observed):
+        raise ConformanceFailure(what, list(expected), list(observed))
+
+
+def expect_subsequence(what: str, expected: list[Any], observed: list[Any]) -> None:
+    """``expected`` appears in ``observed`` in that order (other items may come between)."""
+    it = iter(observed)
+    if not all(any(x == y for y in it) for x in expected):
+        raise ConformanceFailure(what, f"in this order: {show(list(expected))}", list(observed))

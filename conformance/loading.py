@@ -1,0 +1,125 @@
+"""Turn an adapter spec (``pkg.mod:factory``) into a live adapter, with one-line errors.
+
+Every way the spec can be wrong gives a :class:`~conformance.expect.UsageError` naming the spec
+and what is wrong (the CLI prints it and exits 2). Specs with a scheme (``stdio:<command>``, for
+the wire protocol to out-of-process kernels) are dispatched through :data:`SCHEMES`, which the
+wire-protocol module fills in when it lands.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from conformance.adapter import AdapterInfo
+from conformance.expect import UsageError
+
+DEFAULT_ADAPTER = "reference_kernel.adapter:factory"
+
+#: scheme → function(rest of the spec) returning an adapter. ``stdio`` is registered by the
+#: wire-protocol module (see :func:`register_scheme`).
+SCHEMES: dict[str, Callable[[str], Any]] = {}
+
+
+def register_scheme(scheme: str, loader: Callable[[str], Any]) -> None:
+    """Let ``<scheme>:<rest>`` specs be loaded by ``loader(rest)`` (e.g. the stdio wire protocol)."""
+    SCHEMES[scheme] = loader
+
+
+def _scheme_of(spec: str) -> str | None:
+    head, sep, _ = spec.partition(":")
+    if sep and head in SCHEMES:
+        return head
+    if sep and head == "stdio":
+        # The wire-protocol module registers itself on import; try it once.
+        try:
+            importlib.import_module("conformance.wire")
+        except ImportError:
+            pass
+        return head if head in SCHEMES else None
+    return None
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """Import ``pkg.mod:factory`` and return the factory (not called)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"adapter {spec!r}: expected the form 'pkg.module:factory'")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or module_name
+        raise UsageError(f"adapter {spec!r}: module {missing!r} not found") from None
+    except Exception as exc:  # the module itself raised on import
+        raise UsageError(
+            f"adapter {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"adapter {spec!r}: {module_name!r} has no attribute {attr!r}") from None
+    if not callable(obj):
+        raise UsageError(f"adapter {spec!r}: {attr!r} is not callable")
+    return obj
+
+
+def check_adapter(adapter: Any, where: str) -> Any:
+    """The object must have an ``info`` (AdapterInfo or its dict) and an ``async run``."""
+    info = getattr(adapter, "info", None)
+    if info is None:
+        raise UsageError(f"adapter {where}: the factory returned {type(adapter).__name__}, which has no 'info'")
+    if not isinstance(info, AdapterInfo):
+        try:
+            info = AdapterInfo.model_validate(info if isinstance(info, dict) else dict(info))
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise UsageError(f"adapter {where}: 'info' is not a valid AdapterInfo ({_first_error(exc)})") from None
+        try:
+            adapter.info = info
+        except AttributeError:
+            pass
+    run = getattr(adapter, "run", None)
+    if run is None or not callable(run):
+        raise UsageError(f"adapter {where}: {type(adapter).__name__} has no 'run' method")
+    if not (inspect.iscoroutinefunction(run) or inspect.iscoroutinefunction(getattr(run, "__call__", None))):
+        raise UsageError(f"adapter {where}: 'run' must be 'async def run(scenario, doubles)'")
+    return adapter
+
+
+def adapter_info(adapter: Any) -> AdapterInfo:
+    """The adapter's info as an AdapterInfo (after :func:`check_adapter`)."""
+    info = adapter.info
+    return info if isinstance(info, AdapterInfo) else AdapterInfo.model_validate(info)
+
+
+def load_adapter(spec: str) -> Any:
+    """Build the adapter named by ``spec``; raise UsageError (one line) on any problem."""
+    spec = spec.strip()
+    scheme = _scheme_of(spec)
+    if scheme is not None:
+        try:
+            adapter = SCHEMES[scheme](spec.partition(":")[2])
+        except UsageError:
+            raise
+        except Exception as exc:
+            raise UsageError(f"adapter {spec!r}: {type(exc).__name__}: {exc}") from None
+        return check_adapter(adapter, repr(spec))
+    factory = load_factory(spec)
+    try:
+        adapter = factory()
+    except Exception as exc:
+        raise UsageError(f"adapter {spec!r}: the factory raised {type(exc).__name__}: {exc}") from None
+    return check_adapter(adapter, repr(spec))
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        return f"{loc}: {err.get('msg')}"
+    return str(exc)

@@ -1,0 +1,515 @@
+"""The ``akc`` pytest plugin: certify a kernel with ``pytest --pyargs conformance.suite --kernel=pkg.mod:factory``.
+
+Inert unless ``--kernel`` is given (it is auto-loaded in every pytest run of the environment):
+no autouse fixture, no collection change, nothing imported beyond pytest at import time.
+
+When active it loads the adapter, registers a marker for every feature-file tag, tags each
+collected suite item with its requirement ids / profile / scenario / feature, deselects what the
+profile and ``--req`` selection exclude, skips as *not offered* what needs an undeclared
+capability, classifies each item's outcome (pass / fail / error / incomplete / not-offered),
+and at the end computes the verdicts, writes the reports and sets the exit code
+(0 conformant, 1 a gating requirement failed, 3 incomplete or error; a usage error is pytest's 4).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from conformance.report import Report
+    from conformance.runner import PortalRunner
+    from conformance.verdicts import Check
+
+REQ_ID = re.compile(r"^[A-Z]+-\d{3}$")
+PROFILES = ("kernel", "commonagent")
+CAP_TAG = "cap_"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("akc", "agent kernel conformance")
+    group.addoption("--kernel", default=None, metavar="PKG.MOD:FACTORY", help="adapter factory to certify (activates the plugin)")
+    # --profile and --req are short, common names: if another plugin already owns one, only the
+    # --akc- spelling is offered (this plugin is auto-loaded in every run, it must never clash).
+    _add_with_alias(group, "--akc-profile", "--profile", dest="akc_profile", default=None, metavar="P",
+                    help="kernel | commonagent | both (default: what the adapter claims)")
+    _add_with_alias(group, "--akc-req", "--req", dest="akc_req", action="append", default=[], metavar="ID",
+                    help="only these requirement ids (repeatable)")
+    group.addoption("--akc-smoke", action="store_true", default=False, help="only the @smoke scenarios (tells an adapter bug from a kernel bug)")
+    group.addoption("--akc-json", default=None, metavar="PATH", help="write the JSON report here")
+    group.addoption("--akc-junit", default=None, metavar="PATH", help="write the JUnit XML report (one testcase per requirement)")
+    group.addoption("--akc-markdown", default=None, metavar="PATH", help="write a Markdown summary (for CI step summaries)")
+    group.addoption("--akc-backend", default="asyncio", choices=("asyncio", "trio"), help="event loop the scenarios run on")
+    group.addoption("--akc-strict", action="store_true", default=False, help="a failing SHOULD/MAY also fails the run")
+    group.addoption("--akc-timeout-cap", type=float, default=None, metavar="S", help="cap every scenario's timeout at S seconds")
+    group.addoption("--akc-no-summary", action="store_true", default=False, help="do not print the verdict table (akc run prints its own)")
+
+
+def _add_with_alias(group: Any, name: str, alias: str, **kwargs: Any) -> None:
+    import argparse
+
+    try:
+        group.addoption(name, alias, **kwargs)
+    except (ValueError, argparse.ArgumentError):
+        group.addoption(name, **kwargs)
+
+
+# --------------------------------------------------------------------------- session state
+
+
+@dataclass
+class ItemMeta:
+    requirement_ids: list[str]
+    profiles: list[str]
+    scenario: str
+    feature: str
+    capabilities: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AkcState:
+    spec: str
+    adapter: Any
+    info: Any
+    profiles: list[str]  # selected and claimed, in PROFILES order
+    requested_profiles: list[str]
+    req_filter: list[str] | None
+    catalog: Any
+    backend: str
+    strict: bool
+    timeout_cap_s: float | None = None
+    smoke: bool = False
+    started: float = field(default_factory=time.perf_counter)
+    checks: dict[str, Check] = field(default_factory=dict)
+    runner: PortalRunner | None = None
+    report: Report | None = None
+    step: dict[str, str] = field(default_factory=dict)
+    collect_errors: list[str] = field(default_factory=list)
+
+    def portal(self) -> PortalRunner:
+        if self.runner is None:
+            from conformance.runner import PortalRunner
+
+            self.runner = PortalRunner(self.backend, self.timeout_cap_s).start()
+        return self.runner
+
+
+STATE_KEY = pytest.StashKey[AkcState]()
+META_KEY = pytest.StashKey[ItemMeta]()
+_STACK: list[AkcState] = []
+
+
+def current_state() -> AkcState:
+    """The active plugin state (for conformance.properties); HarnessError outside a run."""
+    if not _STACK:
+        from conformance.expect import HarnessError
+
+        raise HarnessError("no active conformance run (pass --kernel=pkg.mod:factory to pytest)")
+    return _STACK[-1]
+
+
+def _active(config: pytest.Config) -> bool:
+    return STATE_KEY in config.stash
+
+
+def parse_profile(value: str | None) -> list[str] | None:
+    """``kernel`` / ``commonagent`` / ``both`` → list; None for the default (what is claimed)."""
+    if value is None or value == "":
+        return None
+    if value == "both":
+        return list(PROFILES)
+    if value in PROFILES:
+        return [value]
+    from conformance.expect import UsageError
+
+    raise UsageError(f"unknown profile {value!r} (use kernel, commonagent or both)")
+
+
+def load_catalog_or_none() -> Any:
+    """The requirements catalog, or None while it does not exist yet."""
+    try:
+        from conformance.catalog import CATALOG_PATH, load_catalog
+    except ImportError:
+        return None
+    if not CATALOG_PATH.exists():
+        return None
+    return load_catalog()
+
+
+def catalog_get(catalog: Any, req_id: str) -> Any:
+    """The catalog row with this id, or None."""
+    try:
+        return catalog.get(req_id)
+    except KeyError:
+        return None
+
+
+def feature_tags() -> set[str]:
+    """Every tag used in the feature files (to register them as markers)."""
+    from conformance.paths import features_dir
+
+    tags: set[str] = set()
+    try:
+        root = features_dir()
+    except FileNotFoundError:
+        return tags
+    for path in root.rglob("*.feature"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            stripped = line.strip()
+            if stripped.startswith("@"):
+                tags.update(t.lstrip("@") for t in stripped.split() if t.startswith("@"))
+    return tags
+
+
+def build_state(config: pytest.Config) -> AkcState:
+    """Load the adapter and catalog and check the options; UsageError (one line) if bad."""
+    from conformance.expect import UsageError
+    from conformance.loading import adapter_info, load_adapter
+
+    spec = config.getoption("kernel")
+    requested = parse_profile(config.getoption("akc_profile"))
+    catalog = load_catalog_or_none()
+    reqs = [r.strip().upper() for r in config.getoption("akc_req") or [] if r.strip()] or None
+    if reqs:
+        bad = [r for r in reqs if not REQ_ID.match(r)]
+        if bad:
+            raise UsageError(f"not a requirement id: {', '.join(bad)} (expected e.g. LOOP-001)")
+    if reqs and catalog is not None:
+        unknown = [r for r in reqs if catalog_get(catalog, r) is None]
+        if unknown:
+            raise UsageError(f"unknown requirement id(s): {', '.join(unknown)}")
+    adapter = load_adapter(spec)
+    info = adapter_info(adapter)
+    claimed = [p for p in PROFILES if p in info.profiles]
+    wanted = requested if requested is not None else claimed
+    profiles = [p for p in PROFILES if p in wanted and p in claimed]
+    if not profiles:
+        raise UsageError(
+            f"adapter {spec!r} claims {', '.join(claimed) or 'no profile'}; nothing to certify for {', '.join(wanted) or 'it'}"
+        )
+    return AkcState(
+        spec=spec,
+        adapter=adapter,
+        info=info,
+        profiles=profiles,
+        requested_profiles=wanted,
+        req_filter=reqs,
+        catalog=catalog,
+        backend=config.getoption("akc_backend"),
+        strict=config.getoption("akc_strict"),
+        timeout_cap_s=config.getoption("akc_timeout_cap"),
+        smoke=config.getoption("akc_smoke"),
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The one thing done in every run: properties carry an ``akc`` mark even when imported
+    # outside a certification run (e.g. by the coverage gate).
+    config.addinivalue_line("markers", "akc(ids, profile, capability): conformance check metadata")
+    if not config.getoption("kernel", None):
+        return
+    from conformance.expect import UsageError
+
+    try:
+        state = build_state(config)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[STATE_KEY] = state
+    _STACK.append(state)
+    for tag in sorted(feature_tags() | {"smoke", *PROFILES}):
+        config.addinivalue_line("markers", f"{tag}: conformance feature tag")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    if state.runner is not None:
+        state.runner.stop()
+        state.runner = None
+    if state in _STACK:
+        _STACK.remove(state)
+
+
+# --------------------------------------------------------------------------- collection
+
+
+def item_meta(item: pytest.Item) -> ItemMeta | None:
+    """Requirement ids, profile(s), scenario and feature names of a suite item (None: not ours)."""
+    names = {m.name for m in item.iter_markers()}
+    akc_marks = list(item.iter_markers("akc"))
+    template = None
+    try:
+        from pytest_bdd.scenario import scenario_wrapper_template_registry
+
+        template = scenario_wrapper_template_registry.get(getattr(item, "obj", None))
+    except Exception:  # noqa: BLE001 - not a pytest-bdd item
+        template = None
+    if template is None and not akc_marks:
+        return None
+    ids = {n for n in names if REQ_ID.match(n)}
+    profiles = {n for n in names if n in PROFILES}
+    caps = {n[len(CAP_TAG) :] for n in names if n.startswith(CAP_TAG)}
+    for mark in akc_marks:
+        ids.update(mark.kwargs.get("ids", ()) or ())
+        if mark.kwargs.get("profile"):
+            profiles.update([mark.kwargs["profile"]] if isinstance(mark.kwargs["profile"], str) else mark.kwargs["profile"])
+        if mark.kwargs.get("capability"):
+            caps.add(mark.kwargs["capability"])
+    if template is not None:
+        scenario = template.name
+        feature = template.feature.name or template.feature.rel_filename
+    else:
+        scenario = getattr(item, "originalname", item.name)
+        feature = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else item.nodeid
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.id:
+        scenario = f"{scenario} [{callspec.id}]"
+    return ItemMeta(
+        requirement_ids=sorted(ids),
+        profiles=[p for p in PROFILES if p in profiles] or list(PROFILES),
+        scenario=scenario,
+        feature=feature,
+        capabilities=sorted(caps),
+    )
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not _active(config):
+        return
+    from conformance.verdicts import Check
+
+    state = config.stash[STATE_KEY]
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    declared = set(state.info.capabilities)
+    for item in items:
+        meta = item_meta(item)
+        if meta is None:
+            keep.append(item)
+            continue
+        if not set(meta.profiles) & set(state.profiles):
+            dropped.append(item)
+            continue
+        if state.req_filter is not None and not set(meta.requirement_ids) & set(state.req_filter):
+            dropped.append(item)
+            continue
+        if state.smoke and item.get_closest_marker("smoke") is None:
+            dropped.append(item)
+            continue
+        item.stash[META_KEY] = meta
+        needed = set(meta.capabilities)
+        if state.catalog is not None:
+            for rid in meta.requirement_ids:
+                req = catalog_get(state.catalog, rid)
+                if req is not None:
+                    if getattr(req, "capability", None):
+                        needed.add(req.capability)
+                    needed.update(getattr(req, "also_requires", None) or ())
+        missing = sorted(needed - declared)
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=f"not offered: capability {', '.join(missing)} not declared"))
+        item.user_properties.append(("requirements", " ".join(meta.requirement_ids)))
+        item.user_properties.append(("scenario", meta.scenario))
+        item.user_properties.append(("feature", meta.feature))
+        state.checks[item.nodeid] = Check(
+            requirement_ids=meta.requirement_ids, feature=meta.feature, scenario=meta.scenario, profiles=meta.profiles
+        )
+        keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    """A suite module that fails to load is a harness error of the run (never a pass)."""
+    if not report.failed or not _STACK:
+        return
+    text = (report.longreprtext or "").strip().splitlines()
+    last = next((ln for ln in reversed(text) if ln.strip().startswith("E ")), text[-1] if text else "")
+    _STACK[-1].collect_errors.append(f"collecting {report.nodeid or 'the suite'} failed: {last.strip().removeprefix('E').strip()}")
+
+
+# --------------------------------------------------------------------------- running
+
+
+def context_for(request: pytest.FixtureRequest) -> Any:
+    """The ``akc`` fixture's ScenarioContext for this item."""
+    from conformance.steps.common import ScenarioContext
+
+    if not _active(request.config):
+        # e.g. the suite module was imported by an earlier in-process run and is reused here
+        pytest.skip("the conformance suite needs --kernel=pkg.mod:factory")
+    state = request.config.stash[STATE_KEY]
+    meta = request.node.stash.get(META_KEY, None)
+    profiles = meta.profiles if meta else list(PROFILES)
+    profile = next((p for p in state.profiles if p in profiles), state.profiles[0] if state.profiles else "kernel")
+    return ScenarioContext(
+        adapter=state.adapter,
+        info=state.info,
+        runner=state.portal(),
+        profile=profile,
+        name=meta.scenario if meta else request.node.name,
+        feature=meta.feature if meta else "",
+        requirement_ids=meta.requirement_ids if meta else [],
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_bdd_before_step_call(request: Any, feature: Any, scenario: Any, step: Any, step_func: Any, step_func_args: Any) -> None:
+    """pytest-bdd never awaits async steps (an async Then would pass silently): reject them."""
+    import inspect
+
+    if inspect.iscoroutinefunction(step_func) or inspect.isasyncgenfunction(step_func):
+        from conformance.expect import HarnessError
+
+        raise HarnessError(
+            f"step {step.keyword} {step.name!r} is defined with 'async def' ({step_func.__module__}.{step_func.__name__}); "
+            "pytest-bdd never awaits it — write steps as plain functions"
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_bdd_step_error(request: Any, feature: Any, scenario: Any, step: Any, step_func: Any, step_func_args: Any, exception: Any) -> None:
+    if _active(request.config):
+        request.config.stash[STATE_KEY].step[request.node.nodeid] = f"{step.keyword} {step.name}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_bdd_step_func_lookup_error(request: Any, feature: Any, scenario: Any, step: Any, exception: Any) -> None:
+    if _active(request.config):
+        request.config.stash[STATE_KEY].step[request.node.nodeid] = f"{step.keyword} {step.name}"
+
+
+def _first_line(text: str, limit: int = 1000) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def classify(report: pytest.TestReport, call: pytest.CallInfo[Any]) -> tuple[str, str | None]:
+    """(outcome, message) of one phase report."""
+    from conformance.expect import HarnessError, Unsupported
+
+    if report.passed:
+        return "pass", None
+    if report.skipped:
+        reason = ""
+        if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            reason = str(report.longrepr[2])
+        reason = reason.removeprefix("Skipped: ")
+        if reason.startswith("not offered"):
+            return "not-offered", reason
+        return "incomplete", reason or "skipped"
+    excinfo = call.excinfo
+    if excinfo is None:
+        return "error", _first_line(report.longreprtext or "failed")
+    exc = excinfo.value
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if report.when != "call":
+        return "error", f"{report.when} failed: {type(exc).__name__}: {_first_line(str(exc))}"
+    if isinstance(exc, Unsupported):
+        return "incomplete", _first_line(str(exc))
+    if isinstance(exc, HarnessError):
+        return "error", f"{type(exc).__name__}: {_first_line(str(exc))}"
+    if isinstance(exc, (AssertionError, pytest.fail.Exception)):
+        return "fail", _first_line(str(exc) or excinfo.exconly())
+    if isinstance(exc, BaseExceptionGroup) and all(isinstance(e, AssertionError) for e in exc.exceptions):
+        return "fail", _first_line("; ".join(str(e) for e in exc.exceptions))
+    return "error", f"{type(exc).__name__}: {_first_line(str(exc))}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
+    outcome = yield
+    if not _active(item.config):
+        return
+    state = item.config.stash[STATE_KEY]
+    check = state.checks.get(item.nodeid)
+    if check is None:
+        return
+    report: pytest.TestReport = outcome.get_result()
+    from conformance.expect import Unsupported
+
+    if call.excinfo is not None and report.when == "call" and call.excinfo.errisinstance(Unsupported):
+        # The adapter cannot express the scenario: shown as a skip, counted as incomplete.
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"incomplete: {call.excinfo.value}")
+    result, message = classify(report, call)
+    if message and result in ("fail", "error") and item.nodeid in state.step:
+        message = f"{message} (at step: {state.step[item.nodeid]})"
+    check.worsen(result, message)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if not _active(config):
+        return
+    state = config.stash[STATE_KEY]
+    from conformance.report import write_reports
+
+    # Deselected items never got a Check; an interrupted run writes no (partial) report.
+    state.report = build_report(state)
+    if exitstatus not in (0, 1, 5):
+        return
+    write_reports(
+        state.report,
+        json_path=config.getoption("akc_json"),
+        junit_path=config.getoption("akc_junit"),
+        markdown_path=config.getoption("akc_markdown"),
+    )
+    session.exitstatus = state.report.exit_code
+
+
+def build_report(state: AkcState) -> Report:
+    """The Report of this run, from the recorded checks."""
+    from conformance import __version__
+    from conformance.report import KernelInfo, Report, SuiteInfo
+    from conformance.verdicts import compute
+
+    selected = state.req_filter
+    if state.smoke:  # a smoke run reports only what the smoke scenarios check
+        covered = {i for c in state.checks.values() for i in c.requirement_ids}
+        selected = sorted(covered & set(selected)) if selected is not None else sorted(covered)
+    verdicts = compute(
+        state.catalog.requirements if state.catalog is not None else None,
+        list(state.checks.values()),
+        capabilities=state.info.capabilities,
+        profiles=state.profiles,
+        selected_ids=selected,
+        strict=state.strict,
+    )
+    info = state.info
+    code = verdicts.exit_code
+    if state.collect_errors and code == 0:
+        code = 3
+    return Report(
+        suite=SuiteInfo(version=__version__, catalog_version=getattr(state.catalog, "version", None) if state.catalog else None),
+        kernel=KernelInfo(
+            name=info.name, version=info.version, language=info.language, profiles=list(info.profiles), capabilities=list(info.capabilities)
+        ),
+        profiles=list(state.profiles),
+        requirements=verdicts.requirements,
+        untestable=verdicts.untestable,
+        summary=verdicts.summary,
+        errors=list(state.collect_errors),
+        exit_code=code,
+        duration_s=round(time.perf_counter() - state.started, 3),
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not _active(config) or config.getoption("akc_no_summary"):
+        return
+    state = config.stash[STATE_KEY]
+    if state.report is None:
+        return
+    from conformance.report import render_table
+
+    terminalreporter.section("agent kernel conformance")
+    terminalreporter.write(render_table(state.report, width=terminalreporter._tw.fullwidth))

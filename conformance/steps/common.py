@@ -1,0 +1,760 @@
+"""The generic step vocabulary, and the ``akc`` fixture (a :class:`ScenarioContext`) every step
+uses to build the scenario, run it and query what the doubles observed.
+
+Numbering in step texts is 1-based ("model request 1" is the first request, "model turn 2" the
+second turn); the log itself is 0-based. Area steps live in ``conformance/steps/<area>.py`` and
+take the same ``akc`` fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from pytest_bdd import given, parsers, then, when
+
+from conformance.adapter import AdapterInfo, Outcome, RunResult
+from conformance.expect import (
+    AdapterError,
+    ConformanceFailure,
+    HarnessError,
+    Unsupported,
+    expect_equal,
+    expect_order,
+    expect_subsequence,
+    show,
+)
+from conformance.runner import PortalRunner, ScenarioRun
+from conformance.scenario import (
+    HOOK_POINTS,
+    ConcurrencySpec,
+    HookDef,
+    HookMatch,
+    ModelResponse,
+    Scenario,
+    ScriptedOutcome,
+    ScriptedToolCall,
+    ToolDef,
+    UserMessage,
+)
+
+#: The hook point that starts a model turn, per profile.
+TURN_START = {"kernel": "context-assemble", "commonagent": "pre_api_request"}
+
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def deep_merge(base: Any, extra: Any) -> Any:
+    """``extra`` merged over ``base``: dicts merge key by key, anything else replaces."""
+    if isinstance(base, dict) and isinstance(extra, dict):
+        out = dict(base)
+        for key, value in extra.items():
+            out[key] = deep_merge(base.get(key), value) if key in base else value
+        return out
+    return extra
+
+
+def split_ids(text: str) -> list[str]:
+    """``"a, b c"`` → ``["a", "b", "c"]`` (commas and/or spaces)."""
+    return [p for p in re.split(r"[,\s]+", text.strip()) if p]
+
+
+def table_rows(datatable: list[list[str]]) -> list[dict[str, str]]:
+    """A datatable with a header row as a list of dicts (cells stripped)."""
+    if not datatable:
+        return []
+    header = [h.strip() for h in datatable[0]]
+    return [{h: cell.strip() for h, cell in zip(header, row, strict=False)} for row in datatable[1:]]
+
+
+def list_items(datatable: list[list[str]] | None = None, docstring: str | None = None) -> list[str]:
+    """A one-column list from a datatable (no header) or a docstring (one item per line)."""
+    if docstring is not None:
+        return [line.strip() for line in docstring.splitlines() if line.strip()]
+    return [row[0].strip() for row in datatable or [] if row and row[0].strip()]
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{what}: invalid JSON in the feature file ({exc}): {text!r}") from None
+
+
+class ScenarioContext:
+    """One scenario being built, run and inspected (the ``akc`` fixture)."""
+
+    def __init__(
+        self,
+        adapter: Any,
+        info: AdapterInfo,
+        runner: PortalRunner,
+        profile: str,
+        name: str = "scenario",
+        feature: str = "",
+        requirement_ids: list[str] | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.info = info
+        self.runner = runner
+        self.feature = feature
+        self.requirement_ids = requirement_ids or []
+        self.scenario = Scenario(name=name, profile=profile)  # type: ignore[arg-type]
+        #: Register one recording hook (``rec:<point>``) at every hook point of the profile.
+        self.record_hooks = True
+        self._user_messages_set = False
+        self.last: ScenarioRun | None = None
+
+    # ----------------------------------------------------------------- building
+
+    @property
+    def profile(self) -> str:
+        return self.scenario.profile
+
+    def set_profile(self, profile: str) -> None:
+        """Switch profile; a profile the adapter does not claim cannot be tested (incomplete)."""
+        if profile not in self.info.profiles:
+            raise Unsupported(f"the adapter does not claim the {profile} profile")
+        self.scenario.profile = profile  # type: ignore[assignment]
+
+    def update(self, **fields: Any) -> None:
+        """Deep-merge ``fields`` into the scenario and re-validate it."""
+        self.merge(fields)
+
+    def merge(self, settings: dict[str, Any]) -> None:
+        """Deep-merge a JSON object into the scenario (the escape hatch for anything)."""
+        data = deep_merge(self.scenario.model_dump(), settings)
+        try:
+            self.scenario = Scenario.model_validate(data)
+        except Exception as exc:
+            raise HarnessError(f"scenario settings do not fit the Scenario model: {exc}") from None
+        if "user_messages" in settings:
+            self._user_messages_set = True
+
+    def add_tool(self, tool: ToolDef) -> None:
+        self.scenario.tools = [t for t in self.scenario.tools if t.name != tool.name] + [tool]
+
+    def tool(self, name: str) -> ToolDef:
+        for t in self.scenario.tools:
+            if t.name == name:
+                return t
+        raise HarnessError(f"no tool {name!r} was declared in this scenario")
+
+    def add_response(self, response: ModelResponse) -> None:
+        self.scenario.model.responses.append(response)
+
+    def add_user_message(self, text: str, **fields: Any) -> None:
+        if not self._user_messages_set:
+            self.scenario.user_messages = []
+            self._user_messages_set = True
+        self.scenario.user_messages.append(UserMessage(text=text, **fields))
+
+    def hook(self, hook_id: str, point: str) -> HookDef:
+        """The scripted hook ``hook_id`` (created at ``point`` if new)."""
+        self._check_point(point)
+        for h in self.scenario.hooks:
+            if h.id == hook_id:
+                return h
+        h = HookDef(id=hook_id, point=point)
+        self.scenario.hooks.append(h)
+        return h
+
+    def _check_point(self, point: str) -> None:
+        points = HOOK_POINTS[self.profile]
+        if point not in points:
+            raise HarnessError(f"{point!r} is not a hook point of the {self.profile} profile ({', '.join(points)})")
+
+    def final_scenario(self) -> Scenario:
+        """The scenario as handed to the adapter (recording hooks first, then scripted ones)."""
+        scenario = self.scenario.model_copy(deep=True)
+        if self.record_hooks:
+            recs = [HookDef(id=f"rec:{p}", point=p) for p in HOOK_POINTS[scenario.profile]]
+            scenario.hooks = recs + [h for h in scenario.hooks if not h.id.startswith("rec:")]
+        return Scenario.model_validate(scenario.model_dump())
+
+    # ----------------------------------------------------------------- running
+
+    def run(self) -> RunResult:
+        """Run the scenario through the adapter; raise for a hang, an adapter error, a failed
+        rendezvous or finish order."""
+        self.last = self.runner.run(self.adapter, self.final_scenario())
+        run = self.last
+        if run.unsupported:
+            raise Unsupported(run.unsupported)
+        if run.error:
+            raise AdapterError(run.error)
+        if run.timed_out:
+            raise ConformanceFailure(run.diagnostic or "the kernel hung", raw=True)
+        for e in self.events("rendezvous_timeout"):
+            others = " and ".join(e["missing"])
+            raise ConformanceFailure(
+                f"calls {e['call_id']} and {others} did not run concurrently "
+                f"({e['call_id']} waited for {others} to start, in vain)",
+                raw=True,
+            )
+        for e in self.events("finish_order_timeout"):
+            raise ConformanceFailure(
+                f"call {e['call_id']} waited for {e['waited_for']} to finish first, in vain "
+                "(were they run concurrently?)",
+                raw=True,
+            )
+        assert run.result is not None
+        return run.result
+
+    @property
+    def ran(self) -> ScenarioRun:
+        if self.last is None:
+            raise HarnessError("a Then step ran before the scenario was run (missing 'When the kernel runs')")
+        return self.last
+
+    @property
+    def result(self) -> RunResult:
+        """The adapter's RunResult of the last run."""
+        result = self.ran.result
+        if result is None:
+            raise HarnessError("the scenario has no result")
+        return result
+
+    @property
+    def log(self) -> list[dict[str, Any]]:
+        """The doubles' ordered observation log of the last run."""
+        return self.ran.log
+
+    # ----------------------------------------------------------------- log queries
+
+    def events(self, *kinds: str) -> list[dict[str, Any]]:
+        """Log events of these kinds (all events if none given), in order."""
+        log = self.ran.log
+        return [e for e in log if e["kind"] in kinds] if kinds else list(log)
+
+    def hook_dispatches(
+        self, point: str | None = None, hook_id: str | None = None, recorded_only: bool = True
+    ) -> list[dict[str, Any]]:
+        """``hook`` events; by default only the recording hooks' (one per dispatch of a point)."""
+        out = []
+        for e in self.events("hook"):
+            if hook_id is not None:
+                if e["hook_id"] != hook_id:
+                    continue
+            elif recorded_only and self.record_hooks and not e["hook_id"].startswith("rec:"):
+                continue
+            if point is not None and e["point"] != point:
+                continue
+            out.append(e)
+        return out
+
+    def dispatched_points(self) -> list[str]:
+        """The hook points dispatched, in order (one entry per dispatch)."""
+        return [e["point"] for e in self.hook_dispatches()]
+
+    def model_turns(self) -> list[list[dict[str, Any]]]:
+        """Hook dispatches grouped by model turn: each group starts at the profile's turn-start
+        point (context-assemble / pre_api_request) and runs to the next one."""
+        start = TURN_START[self.profile]
+        turns: list[list[dict[str, Any]]] = []
+        for e in self.hook_dispatches():
+            if e["point"] == start:
+                turns.append([])
+            if turns:
+                turns[-1].append(e)
+        return turns
+
+    def model_turn_points(self, k: int) -> list[str]:
+        """The points dispatched in model turn ``k`` (1-based)."""
+        turns = self.model_turns()
+        if not 1 <= k <= len(turns):
+            raise ConformanceFailure(f"model turn {k}", f"at least {k} model turns", f"{len(turns)} turns")
+        return [e["point"] for e in turns[k - 1]]
+
+    def model_requests(self) -> list[dict[str, Any]]:
+        """The requests the scripted model received, in order."""
+        return [e["request"] for e in self.events("model_request")]
+
+    def model_request(self, k: int) -> dict[str, Any]:
+        """Model request ``k`` (1-based; -1 for the last)."""
+        requests = self.model_requests()
+        if k == -1 and requests:
+            return requests[-1]
+        if not 1 <= k <= len(requests):
+            raise ConformanceFailure(f"model request {k}", f"at least {max(k, 1)} model requests", f"{len(requests)}")
+        return requests[k - 1]
+
+    @staticmethod
+    def request_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+        return list(request.get("messages") or [])
+
+    def tool_result_ids(self, k: int) -> list[str]:
+        """The call ids of the tool_result messages in model request ``k`` (1-based), in order."""
+        return [m.get("call_id") for m in self.request_messages(self.model_request(k)) if m.get("role") == "tool_result"]
+
+    def latest_tool_result_ids(self, k: int) -> list[str]:
+        """The call ids of the tool_result messages after the last assistant message of model
+        request ``k`` (1-based): the results of the previous turn only."""
+        messages = self.request_messages(self.model_request(k))
+        last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+        return [m.get("call_id") for m in messages[last + 1 :] if m.get("role") == "tool_result"]
+
+    def tool_starts(self) -> list[dict[str, Any]]:
+        return self.events("tool_start")
+
+    def tool_ends(self) -> list[dict[str, Any]]:
+        return self.events("tool_end")
+
+    def tool_ran(self, call: str) -> bool:
+        """Did a tool call with this call id (or tool name) start?"""
+        return any(call in (e["call_id"], e["name"]) for e in self.tool_starts())
+
+    def outcome(self, message: int = -1) -> Outcome:
+        """The outcome of user message ``message`` (0-based; -1 the last)."""
+        outcomes = self.result.outcomes
+        if not outcomes:
+            raise ConformanceFailure("the run's outcomes", "one outcome per user message", "none")
+        if message == -1:
+            return outcomes[-1]
+        for o in outcomes:
+            if o.message == message:
+                return o
+        raise ConformanceFailure(f"outcome of user message {message}", "an outcome", [o.message for o in outcomes])
+
+
+# ========================================================================== the fixture
+
+
+@pytest.fixture
+def akc(request: pytest.FixtureRequest) -> ScenarioContext:
+    """The scenario under construction for this test (see ScenarioContext)."""
+    from conformance.pytest_plugin import context_for
+
+    return context_for(request)
+
+
+# ========================================================================== Given: profile
+
+
+@given(parsers.re(r"the (?P<profile>kernel|commonagent) profile"))
+def given_profile(akc: ScenarioContext, profile: str) -> None:
+    """Use this profile's vocabulary (default: the feature's @kernel/@commonagent tag)."""
+    akc.set_profile(profile)
+
+
+# ========================================================================== Given: tools
+
+_TOOL_MODS = re.compile(
+    r'with concurrency safe on "(?P<keys>[^"]*)"|(?P<safe>with concurrency safe)|(?P<unsafe>declared unsafe)'
+    r'|(?P<term>that terminates the turn)|with risk "(?P<risk>[^"]+)"|from provider "(?P<provider>[^"]+)"'
+    r'|returning "(?P<result>[^"]*)"'
+)
+
+
+@given(parsers.re(r'a tool "(?P<name>[^"]+)"(?: of kind "(?P<kind>[^"]+)")?(?P<rest>.*)$'))
+def given_tool(akc: ScenarioContext, name: str, kind: str | None, rest: str) -> None:
+    """A tool; modifiers may follow: with concurrency safe [on "f1,f2"], declared unsafe, that
+    terminates the turn, with risk "high", from provider "p", returning "text"."""
+    fields: dict[str, Any] = {"name": name, "kind": kind or "data_source"}
+    leftover = _TOOL_MODS.sub("", rest)
+    if re.sub(r"\b(and|,)\b|,", "", leftover).strip():
+        raise HarnessError(f"tool step: cannot understand {leftover.strip()!r}")
+    for m in _TOOL_MODS.finditer(rest):
+        if m.group("keys") is not None:
+            fields["concurrency"] = ConcurrencySpec(safe=True, key_fields=split_ids(m.group("keys")))
+        elif m.group("safe"):
+            fields["concurrency"] = ConcurrencySpec(safe=True)
+        elif m.group("unsafe"):
+            fields["concurrency"] = ConcurrencySpec(safe=False)
+        elif m.group("term"):
+            fields["terminates_turn"] = True
+        elif m.group("risk"):
+            fields["risk"] = m.group("risk")
+        elif m.group("provider"):
+            fields["provider"] = m.group("provider")
+        elif m.group("result") is not None:
+            fields["result"] = m.group("result")
+    akc.add_tool(ToolDef.model_validate(fields))
+
+
+def _yes(text: str) -> bool:
+    return text.strip().lower() in ("yes", "true", "y", "1")
+
+
+@given("the tools:")
+def given_tools(akc: ScenarioContext, datatable: list[list[str]]) -> None:
+    """Tools from a table: name | kind | provider | concurrency (safe, safe:f1+f2, unsafe, empty) |
+    terminates_turn (yes/no) | risk | result — only name is required."""
+    for row in table_rows(datatable):
+        fields: dict[str, Any] = {"name": row["name"]}
+        for key in ("kind", "provider", "risk", "result", "description"):
+            if row.get(key):
+                fields[key] = row[key]
+        conc = row.get("concurrency", "")
+        if conc:
+            if conc == "unsafe":
+                fields["concurrency"] = {"safe": False}
+            elif conc.startswith("safe"):
+                keys = conc.partition(":")[2]
+                fields["concurrency"] = {"safe": True, "key_fields": [k for k in re.split(r"[+,\s]+", keys) if k]}
+            else:
+                raise HarnessError(f"tools table: concurrency {conc!r} (use safe, safe:f1+f2 or unsafe)")
+        if row.get("terminates_turn"):
+            fields["terminates_turn"] = _yes(row["terminates_turn"])
+        akc.add_tool(ToolDef.model_validate(fields))
+
+
+@given(parsers.re(r'the call "(?P<call_id>[^"]+)" returns "(?P<text>[^"]*)"'))
+def given_call_returns(akc: ScenarioContext, call_id: str, text: str) -> None:
+    """The tool call with this id returns this text."""
+    akc.merge({"calls": {call_id: {"result": text}}})
+
+
+@given(parsers.re(r'the call "(?P<call_id>[^"]+)" fails with "(?P<text>[^"]*)"'))
+def given_call_fails(akc: ScenarioContext, call_id: str, text: str) -> None:
+    """The tool call with this id fails (the tool raises with this message)."""
+    akc.merge({"calls": {call_id: {"error": text}}})
+
+
+# ========================================================================== Given: model
+
+
+@given(parsers.re(r'the model answers "(?P<text>[^"]*)"(?: in (?P<chunks>\d+) chunks)?$'))
+def given_model_answers(akc: ScenarioContext, text: str, chunks: str | None) -> None:
+    """The next model response is this text (optionally streamed in n chunks)."""
+    akc.add_response(ModelResponse(text=text, chunks=int(chunks or 1)))
+
+
+@given(
+    parsers.re(
+        r'the model calls "(?P<tool>[^"]+)" with (?P<args>\{.*\})(?: as "(?P<call_id>[^"]+)")?'
+        r'(?: (?P<times>\d+) times)?$'
+    )
+)
+def given_model_calls(akc: ScenarioContext, tool: str, args: str, call_id: str | None, times: str | None) -> None:
+    """The next model response is one call of this tool (optional id; optional "n times": the
+    response is repeated, ids get _r<k> suffixes)."""
+    call = ScriptedToolCall(id=call_id, name=tool, args=_json(args, "model call arguments"))
+    akc.add_response(ModelResponse(tool_calls=[call], repeat=int(times or 1)))
+
+
+@given("the model calls in one response:")
+def given_model_calls_table(akc: ScenarioContext, datatable: list[list[str]]) -> None:
+    """One response with several calls, from a table: id | name | args (JSON; empty = {})."""
+    calls = [
+        ScriptedToolCall(id=row.get("id") or None, name=row["name"], args=_json(row.get("args") or "{}", "args"))
+        for row in table_rows(datatable)
+    ]
+    akc.add_response(ModelResponse(tool_calls=calls))
+
+
+@given("the model script:")
+def given_model_script(akc: ScenarioContext, docstring: str) -> None:
+    """Append these responses (a JSON list of ModelResponse objects) to the model script."""
+    items = _json(docstring, "model script")
+    if not isinstance(items, list):
+        raise HarnessError("model script: expected a JSON list of responses")
+    for item in items:
+        akc.add_response(ModelResponse.model_validate(item))
+
+
+@given(parsers.re(r"the model fails with status (?P<status>\d+)(?: after (?P<after>\d+) chunks)?$"))
+def given_model_fails(akc: ScenarioContext, status: str, after: str | None) -> None:
+    """The next model call fails with this HTTP status (optionally after n streamed chunks)."""
+    akc.add_response(ModelResponse(text="partial", error={"status": int(status), "after_chunks": int(after or 0)}))
+
+
+@given(parsers.re(r"every model response uses (?P<inp>\d+) input and (?P<out>\d+) output tokens$"))
+def given_usage(akc: ScenarioContext, inp: str, out: str) -> None:
+    """Set the usage of every response scripted so far (and the exhausted-script default stays 0)."""
+    for r in akc.scenario.model.responses:
+        r.usage.input_tokens = int(inp)
+        r.usage.output_tokens = int(out)
+
+
+# ========================================================================== Given: settings, bounds
+
+
+@given("the scenario settings:")
+def given_settings(akc: ScenarioContext, docstring: str) -> None:
+    """Deep-merge this JSON object into the Scenario (the escape hatch for anything)."""
+    settings = _json(docstring, "scenario settings")
+    if not isinstance(settings, dict):
+        raise HarnessError("scenario settings: expected a JSON object")
+    akc.merge(settings)
+
+
+@given(
+    parsers.re(
+        r"(?P<bound>max_turns|max_cost_usd|max_wall_clock_s|max_iterations|max_depth) is (?P<value>\d+(?:\.\d+)?)$"
+    )
+)
+def given_bound(akc: ScenarioContext, bound: str, value: str) -> None:
+    """Set one bound (max_turns, max_cost_usd, max_wall_clock_s, max_iterations, max_depth)."""
+    number: float | int = float(value) if bound in ("max_cost_usd", "max_wall_clock_s") else int(float(value))
+    akc.merge({"bounds": {bound: number}})
+
+
+@given("the bounds are soft")
+def given_soft_bounds(akc: ScenarioContext) -> None:
+    """Ask for the soft mode of max_turns / max_cost_usd (capability soft_limits)."""
+    akc.merge({"bounds": {"soft": True}})
+
+
+@given(parsers.re(r"the doom-loop (?P<field>threshold|window_size) is (?P<value>\d+)$"))
+def given_doom(akc: ScenarioContext, field: str, value: str) -> None:
+    """Set the doom-loop detector's threshold or window size."""
+    akc.merge({"doom_loop": {field: int(value)}})
+
+
+@given(parsers.re(r"the scenario timeout is (?P<seconds>\d+(?:\.\d+)?) seconds?$"))
+def given_timeout(akc: ScenarioContext, seconds: str) -> None:
+    """How long the harness waits before failing the scenario as hung (default 5 s)."""
+    akc.merge({"timeout_s": float(seconds)})
+
+
+@given(parsers.re(r"calls (?P<ids>.+) must meet$"))
+def given_rendezvous(akc: ScenarioContext, ids: str) -> None:
+    """These calls must all be running at once (e.g. calls "a" and "b" must meet)."""
+    group = _QUOTED.findall(ids)
+    if len(group) < 2:
+        raise HarnessError(f"rendezvous step: name at least two quoted call ids, got {ids!r}")
+    akc.scenario.rendezvous.append(group)
+
+
+@given(parsers.re(r'calls finish in the order "(?P<ids>[^"]+)"$'))
+def given_finish_order(akc: ScenarioContext, ids: str) -> None:
+    """Each of these calls finishes only after its predecessor did (ids comma/space separated)."""
+    akc.scenario.finish_order = split_ids(ids)
+
+
+# ========================================================================== Given: hooks, policy
+
+
+_HOOK_WHEN = re.compile(r'tool "(?P<tool>[^"]+)"|call "(?P<call_id>[^"]+)"|occurrence (?P<occ>\d+)')
+
+
+@given(parsers.re(r'hook "(?P<hook_id>[^"]+)" at "(?P<point>[^"]+)" returns (?P<outcome>\{.*\})(?P<when>.*)$'))
+def given_hook_outcome(akc: ScenarioContext, hook_id: str, point: str, outcome: str, when: str) -> None:
+    """A scripted hook; optional conditions after the JSON: for tool "t", for call "c", on
+    occurrence n (0-based). Several steps on one hook id add entries in order."""
+    match: dict[str, Any] = {}
+    for m in _HOOK_WHEN.finditer(when):
+        if m.group("tool"):
+            match["tool"] = m.group("tool")
+        elif m.group("call_id"):
+            match["call_id"] = m.group("call_id")
+        elif m.group("occ"):
+            match["occurrence"] = int(m.group("occ"))
+    hook = akc.hook(hook_id, point)
+    hook.script.append(
+        ScriptedOutcome.model_validate({"when": HookMatch(**match).model_dump(), "outcome": _json(outcome, "hook outcome")})
+    )
+
+
+@given(parsers.re(r'a hook "(?P<hook_id>[^"]+)" at "(?P<point>[^"]+)"$'))
+def given_hook(akc: ScenarioContext, hook_id: str, point: str) -> None:
+    """A hook that only records (continue)."""
+    akc.hook(hook_id, point)
+
+
+@given("no recording hooks")
+def given_no_recording(akc: ScenarioContext) -> None:
+    """Do not register the rec:<point> hooks (only the scenario's own hooks are registered)."""
+    akc.record_hooks = False
+
+
+@given(parsers.re(r'the policy denies "(?P<what>[^"]+)"(?: because "(?P<reason>[^"]*)")?$'))
+def given_policy_denies(akc: ScenarioContext, what: str, reason: str | None) -> None:
+    """The policy precheck denies this call id or tool name."""
+    akc.merge({"policy_deny": {what: reason or "denied by policy"}})
+
+
+@given(parsers.re(r'the approver answers "(?P<answers>[^"]+)"$'))
+def given_approver(akc: ScenarioContext, answers: str) -> None:
+    """The approver's answers in order (approved, denied, timed_out), then denied."""
+    akc.merge({"approver": split_ids(answers)})
+
+
+# ========================================================================== Given: messages, cancel
+
+
+@given(parsers.re(r'the user message "(?P<text>[^"]*)"(?: in session "(?P<session>[^"]+)")?(?P<conc> sent concurrently)?$'))
+def given_user_message(akc: ScenarioContext, text: str, session: str | None, conc: str | None) -> None:
+    """Queue a user message (replaces the default "hello"); optional session label, concurrency."""
+    akc.add_user_message(text, session=session or "s1", concurrent=bool(conc))
+
+
+@given(parsers.re(r"the turn is cancelled at model call (?P<index>\d+)$"))
+def given_cancel_model(akc: ScenarioContext, index: str) -> None:
+    """Cancel the turn on the n-th model call (1-based); the call streams its text, then blocks."""
+    akc.merge({"cancel": {"at": "model_call", "index": int(index) - 1}})
+
+
+@given(parsers.re(r'the turn is cancelled at hook "(?P<point>[^"]+)"(?: occurrence (?P<occ>\d+))?$'))
+def given_cancel_hook(akc: ScenarioContext, point: str, occ: str | None) -> None:
+    """Cancel the turn when this point is dispatched (its occurrence-th time, 1-based; default 1st)."""
+    akc.merge({"cancel": {"at": "hook", "point": point, "occurrence": int(occ or 1) - 1}})
+
+
+@given(parsers.re(r'the turn is cancelled when call "(?P<call_id>[^"]+)" starts$'))
+def given_cancel_tool(akc: ScenarioContext, call_id: str) -> None:
+    """Cancel the turn when this tool call starts."""
+    akc.merge({"cancel": {"at": "tool", "call_id": call_id}})
+
+
+# ========================================================================== When
+
+
+@when("the kernel runs")
+def when_kernel_runs(akc: ScenarioContext) -> None:
+    """Run the scenario through the adapter (hard timeout; a hang fails the scenario)."""
+    akc.run()
+
+
+@when(parsers.re(r'the user sends "(?P<text>[^"]*)"$'))
+def when_user_sends(akc: ScenarioContext, text: str) -> None:
+    """Add this user message and run the scenario."""
+    akc.add_user_message(text)
+    akc.run()
+
+
+# ========================================================================== Then: outcome
+
+
+@then(parsers.re(r'the run ends with (?P<field>subtype|status) "(?P<value>[^"]*)"$'))
+def then_run_ends(akc: ScenarioContext, field: str, value: str) -> None:
+    """The last user message's outcome has this status subtype / status."""
+    outcome = akc.outcome()
+    expect_equal(f"{field} of the run", value, getattr(outcome, field))
+
+
+@then(parsers.re(r'message (?P<k>\d+) ends with (?P<field>subtype|status) "(?P<value>[^"]*)"$'))
+def then_message_ends(akc: ScenarioContext, k: str, field: str, value: str) -> None:
+    """User message k's (1-based) outcome has this status subtype / status."""
+    outcome = akc.outcome(int(k) - 1)
+    expect_equal(f"{field} of user message {k}", value, getattr(outcome, field))
+
+
+@then(parsers.re(r'the reply is "(?P<text>[^"]*)"$'))
+def then_reply(akc: ScenarioContext, text: str) -> None:
+    """The last user message's final answer text."""
+    expect_equal("the reply", text, akc.outcome().reply)
+
+
+@then("the kernel did not raise")
+def then_not_raised(akc: ScenarioContext) -> None:
+    """The kernel ended with a status instead of raising out of its API."""
+    raised = akc.result.raised
+    if raised is not None:
+        raise ConformanceFailure("the kernel's API", "a status, no exception", f"raised {raised.type}: {raised.message}")
+
+
+@then(parsers.re(r'the kernel rejected the scenario(?: naming "(?P<field>[^"]+)")?$'))
+def then_rejected(akc: ScenarioContext, field: str | None) -> None:
+    """The kernel refused the configuration (optionally: the rejection names this field)."""
+    rejected = akc.result.rejected
+    if rejected is None:
+        raise ConformanceFailure("the configuration", "rejected", "accepted")
+    if field and field not in rejected.field:
+        raise ConformanceFailure("the rejected field", field, rejected.field)
+
+
+# ========================================================================== Then: model
+
+
+@then(parsers.re(r"the model was called (?P<n>\d+) times?$"))
+def then_model_called(akc: ScenarioContext, n: str) -> None:
+    """Exactly n model calls happened."""
+    expect_equal("model calls", int(n), len(akc.model_requests()))
+
+
+@then("the model script was not exhausted")
+def then_script_not_exhausted(akc: ScenarioContext) -> None:
+    """The kernel did not call the model more often than the script allows."""
+    extra = akc.events("script_exhausted")
+    if extra:
+        raise ConformanceFailure(
+            "model calls", f"at most {len(akc.scenario.model.responses)} scripted responses", f"{len(akc.model_requests())} calls"
+        )
+
+
+@then("the last model request has no tool specs")
+def then_last_request_no_tools(akc: ScenarioContext) -> None:
+    """The last request's ``tools`` is empty or absent."""
+    tools = akc.model_request(-1).get("tools") or []
+    expect_equal("tool specs in the last model request", [], [t.get("name") for t in tools])
+
+
+@then(parsers.re(r"model request (?P<k>\d+) has tool specs$"))
+def then_request_has_tools(akc: ScenarioContext, k: str) -> None:
+    """Model request k (1-based) offers at least one tool spec."""
+    tools = akc.model_request(int(k)).get("tools") or []
+    if not tools:
+        raise ConformanceFailure(f"tool specs in model request {k}", "at least one", "none")
+
+
+@then(parsers.re(r'the tool results in model request (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
+def then_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
+    """All tool_result messages of model request k (1-based, whole history) carry these call ids, in order."""
+    expect_order(f"tool results in model request {k}", split_ids(ids), akc.tool_result_ids(int(k)))
+
+
+@then(parsers.re(r'the latest tool results in model request (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
+def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
+    """The tool_result messages after the last assistant message of model request k carry these ids, in order."""
+    expect_order(f"latest tool results in model request {k}", split_ids(ids), akc.latest_tool_result_ids(int(k)))
+
+
+# ========================================================================== Then: hooks
+
+
+@then(parsers.re(r"the hook points of model turn (?P<k>\d+) are dispatched in the order:$"))
+def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
+    """Exactly these points, in this order, in model turn k (a one-column table or a docstring)."""
+    expect_order(f"hook points of model turn {k}", list_items(datatable, docstring), akc.model_turn_points(int(k)))
+
+
+@then(parsers.re(r"the hook points of model turn (?P<k>\d+) include, in order:$"))
+def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
+    """These points appear in model turn k in this order (others may come between)."""
+    expect_subsequence(f"hook points of model turn {k}", list_items(datatable, docstring), akc.model_turn_points(int(k)))
+
+
+@then("the hook points are dispatched in the order:")
+def then_all_points(akc: ScenarioContext, datatable: Any = None, docstring: Any = None) -> None:
+    """Exactly these points, in this order, over the whole run."""
+    expect_order("hook points of the run", list_items(datatable, docstring), akc.dispatched_points())
+
+
+@then(parsers.re(r'"(?P<point>[^"]+)" was dispatched (?P<n>\d+) times?$'))
+def then_point_count(akc: ScenarioContext, point: str, n: str) -> None:
+    """This hook point was dispatched exactly n times."""
+    akc._check_point(point)
+    expect_equal(f"dispatches of {point}", int(n), len(akc.hook_dispatches(point)))
+
+
+@then(parsers.re(r'"(?P<point>[^"]+)" was not dispatched$'))
+def then_point_not_dispatched(akc: ScenarioContext, point: str) -> None:
+    """This hook point was never dispatched."""
+    then_point_count(akc, point, "0")
+
+
+# ========================================================================== Then: tools
+
+
+@then(parsers.re(r'tool "(?P<call>[^"]+)" ran$'))
+def then_tool_ran(akc: ScenarioContext, call: str) -> None:
+    """A tool call with this call id (or tool name) started."""
+    if not akc.tool_ran(call):
+        raise ConformanceFailure(f"tool {call}", "it ran", f"tool starts: {show([e['call_id'] for e in akc.tool_starts()])}")
+
+
+@then(parsers.re(r'tool "(?P<call>[^"]+)" did not run$'))
+def then_tool_not_ran(akc: ScenarioContext, call: str) -> None:
+    """No tool call with this call id (or tool name) started."""
+    if akc.tool_ran(call):
+        raise ConformanceFailure(f"tool {call}", "it did not run", "it ran")
+
+
+@then(parsers.re(r"(?P<n>\d+) tool calls? ran$"))
+def then_tool_count(akc: ScenarioContext, n: str) -> None:
+    """Exactly n tool calls started."""
+    expect_equal("tool calls that ran", int(n), len(akc.tool_starts()))

@@ -1,0 +1,20 @@
+"""Smoke property: whatever the answer text, a no-tool answer ends the session (kernel) or the
+turn (commonagent) with that text as the reply."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.expect import expect_equal
+from conformance.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.scenario import ModelResponse
+
+
+@requirement("DONE-001", profile="kernel")
+@PROPERTY_SETTINGS
+@given(text=st.text(alphabet="abcxyz ", min_size=1, max_size=20), chunks=st.integers(1, 4))
+def test_prop_any_answer_ends_the_session(text: str, chunks: int) -> None:
+    ctx = context("kernel", "any answer ends the session")
+    ctx.add_response(ModelResponse(text=text, chunks=chunks))
+    ctx.run()
+    expect_equal("subtype", "success", ctx.outcome().subtype)
+    expect_equal("model calls", 1, len(ctx.model_requests()))

@@ -1,0 +1,172 @@
+"""From check outcomes to per-requirement verdicts and the run's exit code.
+
+A requirement's verdict (for the profiles that were run and that the adapter claims):
+
+* untestable → not a verdict: listed apart with its reason, never affects the exit code;
+* its capability not declared by the adapter → ``not-offered`` (never ``pass``);
+* otherwise over its checks: any error → ``error``; else any fail → ``fail``; else any
+  incomplete → ``incomplete``; else all pass → ``pass``; no check at all → ``incomplete``
+  ("no check ran").
+
+Exit codes: 0 conformant; 1 a gating requirement failed (MUST, MUST NOT, gating DESCRIBED; with
+``strict`` also SHOULD and MAY); 2 usage error (decided before any run); 3 incomplete or error
+with no gating failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.report import VERDICTS, CheckResult, RequirementResult, UntestableEntry
+
+GATING_LEVELS = ("MUST", "MUST NOT")
+_SEVERITY = {"pass": 0, "not-offered": 1, "incomplete": 2, "fail": 3, "error": 4}
+
+EXIT_CONFORMANT = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3
+
+
+@dataclass
+class Check:
+    """One scenario or property run, with the requirement ids it carries."""
+
+    requirement_ids: list[str]
+    feature: str
+    scenario: str
+    outcome: str = "pass"
+    message: str | None = None
+    profiles: list[str] = field(default_factory=list)
+
+    def worsen(self, outcome: str, message: str | None) -> None:
+        """Keep the most severe outcome seen over setup, call and teardown."""
+        if _SEVERITY[outcome] > _SEVERITY[self.outcome]:
+            self.outcome = outcome
+            self.message = message
+
+
+@dataclass
+class ReqInfo:
+    """What the verdicts need of a catalog requirement (duck-typed over catalog.Requirement)."""
+
+    id: str
+    level: str = "MUST"
+    gating: bool = False
+    profiles: list[str] = field(default_factory=list)
+    statement: str = ""
+    testability: str = "black-box"
+    untestable_reason: str | None = None
+    capability: str | None = None
+    also_requires: list[str] = field(default_factory=list)
+
+    @property
+    def needs(self) -> list[str]:
+        """Every capability this requirement depends on."""
+        return ([self.capability] if self.capability else []) + [c for c in self.also_requires if c != self.capability]
+
+    @classmethod
+    def of(cls, req: Any) -> ReqInfo:
+        return cls(
+            id=req.id,
+            level=getattr(req, "level", "MUST"),
+            gating=bool(getattr(req, "gating", False)),
+            profiles=list(getattr(req, "profiles", []) or []),
+            statement=getattr(req, "statement", "") or "",
+            testability=getattr(req, "testability", "black-box") or "black-box",
+            untestable_reason=getattr(req, "untestable_reason", None),
+            capability=getattr(req, "capability", None),
+            also_requires=list(getattr(req, "also_requires", []) or []),
+        )
+
+
+def is_gating(req: ReqInfo | RequirementResult, strict: bool = False) -> bool:
+    """Does a failure of this requirement fail the run?"""
+    return strict or req.gating or req.level in GATING_LEVELS
+
+
+def requirement_verdict(req: ReqInfo, checks: list[Check], capabilities: Iterable[str]) -> RequirementResult:
+    """The verdict of one (testable) requirement over its checks."""
+    results = [CheckResult(feature=c.feature, scenario=c.scenario, outcome=c.outcome, message=c.message) for c in checks]  # type: ignore[arg-type]
+    base = dict(
+        id=req.id, level=req.level, profiles=req.profiles, statement=req.statement, gating=is_gating(req), checks=results
+    )
+    missing = [c for c in req.needs if c not in set(capabilities)]
+    if missing:
+        return RequirementResult(
+            **base, verdict="not-offered", message=f"capability {', '.join(missing)} not declared by the adapter"
+        )
+    counted = [c for c in checks if c.outcome != "not-offered"]
+    outcomes = {c.outcome for c in counted}
+    if not counted:
+        why = "no check ran"
+        if checks:
+            why += " (its checks need capabilities the adapter does not declare)"
+        return RequirementResult(**base, verdict="incomplete", message=why)
+    for verdict in ("error", "fail", "incomplete"):
+        if verdict in outcomes:
+            return RequirementResult(**base, verdict=verdict)  # type: ignore[arg-type]
+    return RequirementResult(**base, verdict="pass")
+
+
+@dataclass
+class Verdicts:
+    requirements: list[RequirementResult]
+    untestable: list[UntestableEntry]
+    summary: dict[str, int]
+    exit_code: int
+
+
+def compute(
+    catalog_requirements: Iterable[Any] | None,
+    checks: list[Check],
+    *,
+    capabilities: Iterable[str],
+    profiles: Iterable[str],
+    selected_ids: Iterable[str] | None = None,
+    strict: bool = False,
+) -> Verdicts:
+    """Verdicts for every requirement of ``profiles`` (the ones run and claimed).
+
+    Without a catalog (``None``), the requirements are the ids the checks carry, taken as MUSTs.
+    """
+    profiles = list(profiles)
+    capabilities = list(capabilities)
+    selected = set(selected_ids) if selected_ids is not None else None
+    if catalog_requirements is None:
+        ids = sorted({i for c in checks for i in c.requirement_ids})
+        reqs = [ReqInfo(id=i, profiles=list(profiles)) for i in ids]
+    else:
+        reqs = [ReqInfo.of(r) for r in catalog_requirements]
+    by_id: dict[str, list[Check]] = {}
+    for c in checks:
+        for i in c.requirement_ids:
+            by_id.setdefault(i, []).append(c)
+
+    results: list[RequirementResult] = []
+    untestable: list[UntestableEntry] = []
+    for req in reqs:
+        if req.profiles and not set(req.profiles) & set(profiles):
+            continue
+        if selected is not None and req.id not in selected:
+            continue
+        if req.testability == "untestable":
+            untestable.append(UntestableEntry(id=req.id, reason=req.untestable_reason or "untestable"))
+            continue
+        results.append(requirement_verdict(req, by_id.get(req.id, []), capabilities))
+
+    summary = {v: 0 for v in VERDICTS}
+    for r in results:
+        summary[r.verdict] += 1
+    return Verdicts(results, untestable, summary, exit_code(results, strict=strict))
+
+
+def exit_code(results: list[RequirementResult], *, strict: bool = False) -> int:
+    """0 conformant, 1 a gating requirement failed, 3 incomplete or error without that."""
+    if any(r.verdict == "fail" and is_gating(r, strict) for r in results):
+        return EXIT_FAILED
+    if any(r.verdict in ("error", "incomplete") for r in results):
+        return EXIT_INCOMPLETE
+    return EXIT_CONFORMANT

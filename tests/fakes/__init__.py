@@ -1,0 +1,1 @@
+"""Fake and broken adapters for testing the harness itself."""

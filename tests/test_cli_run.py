@@ -1,0 +1,115 @@
+"""``akc run``: exit codes, report files, one-line usage errors, and the same verdicts as the
+pytest plugin. Real runs go through a subprocess (true exit codes and streams); usage errors,
+which stop before pytest starts, run in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import jsonschema
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from conformance import cli_run
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the fakes are imported as tests.fakes.*
+    sys.path.insert(0, str(ROOT))
+#: The requirement ids the smoke feature checks.
+SMOKE = ["DONE-001", "LOOP-013", "TOOL-003", "CONC-001", "TURN-001"]
+FAKE = "tests.fakes.fake_kernel:factory"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.pop("AKC_INNER", None)
+    return env
+
+
+def akc(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", "run", *args], capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=120
+    )
+
+
+def test_run_writes_valid_reports_and_exits_0(tmp_path: Path) -> None:
+    out = akc("--adapter", FAKE, "--smoke", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
+              "--markdown", str(tmp_path / "r.md"), "--backend", "trio")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "conformant" in out.stdout and "DONE-001" in out.stdout
+    assert "passed" not in out.stdout  # pytest's own output is captured without -v
+    data = json.loads((tmp_path / "r.json").read_text())
+    jsonschema.validate(data, json.loads((ROOT / "schemas" / "report.schema.json").read_text()))
+    assert {r["id"]: r["verdict"] for r in data["requirements"]} == dict.fromkeys(SMOKE, "pass")
+    assert data["exit_code"] == 0 and data["kernel"]["name"] == "fake-kernel"
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert sorted(c.get("name") for c in suite.findall("testcase")) == sorted(SMOKE)
+    assert "| pass | 5 |" in (tmp_path / "r.md").read_text()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_run_reordering_adapter_exits_1_and_plugin_agrees(tmp_path: Path) -> None:
+    out = akc("--adapter", "tests.fakes.broken:reordering", "--smoke", "--json", str(tmp_path / "cli.json"))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "TOOL-003" in out.stdout and "fail" in out.stdout and "NOT conformant" in out.stdout
+    # The same run through the pytest plugin (in-process, to keep the test fast).
+    from conformance.api import _plugin_autoloaded
+
+    suite = ROOT / "conformance" / "suite"
+    code = pytest.main(
+        ["--pyargs", "conformance.suite", "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
+         "-p", "no:cacheprovider", "-q", "--kernel", "tests.fakes.broken:reordering", "--akc-smoke",
+         "--akc-json", str(tmp_path / "plugin.json"),
+         *([] if _plugin_autoloaded() else ["-p", "conformance.pytest_plugin"])]
+    )
+    assert code == 1
+
+    def verdicts(name: str) -> dict[str, str]:
+        return {r["id"]: r["verdict"] for r in json.loads((tmp_path / name).read_text())["requirements"]}
+
+    assert verdicts("cli.json") == verdicts("plugin.json")
+    assert verdicts("cli.json")["TOOL-003"] == "fail"
+
+
+@pytest.fixture(scope="module")
+def app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None: ...
+
+    cli_run.register(app)
+    return app
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--req", "NOPE-001"], "unknown requirement id"),
+        (["--req", "lowercase"], "not a requirement id"),
+        (["--adapter", "no_such_module_q:factory"], "module 'no_such_module_q' not found"),
+        (["--adapter", "tests.fakes.broken:factory_raises"], "the factory raised ValueError"),
+        (["--profile", "everything"], "unknown profile"),
+        (["--backend", "curio"], "unknown backend"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(app: typer.Typer, args: list[str], words: str) -> None:
+    result = CliRunner().invoke(app, ["run", "--adapter", FAKE, *args])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and words in lines[0] and "Traceback" not in result.output
+
+
+def test_profile_not_claimed_is_a_usage_error(app: typer.Typer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fakes.fake_kernel import FakeAdapter
+
+    monkeypatch.setattr(FakeAdapter, "info", FakeAdapter.info.model_copy(update={"profiles": ["kernel"]}))
+    result = CliRunner().invoke(app, ["run", "--adapter", FAKE, "--profile", "commonagent"])
+    assert result.exit_code == 2 and "does not claim the commonagent profile" in result.output

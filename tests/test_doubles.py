@@ -1,0 +1,217 @@
+"""The harness doubles on their own: scripted model, instrumented tools, hooks, policy, approver,
+clock and cancel points, on asyncio and trio."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from conformance.adapter import ModelCallError, ToolFailed
+from conformance.doubles import EXHAUSTED_TEXT, HarnessDoubles, HookRaised, split_text
+from conformance.scenario import Scenario
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def make(**fields) -> HarnessDoubles:
+    return HarnessDoubles(Scenario.model_validate({"name": "t", "profile": "kernel", **fields}))
+
+
+async def collect(d: HarnessDoubles, request: dict | None = None) -> list[dict]:
+    return [c async for c in d.model_stream(request or {"messages": []}, {"turn_id": "t1"})]
+
+
+def test_split_text() -> None:
+    assert split_text("abcdefg", 3) == ["abc", "de", "fg"]
+    assert split_text("ab", 5) == ["a", "b"]
+    assert "".join(split_text("hello world", 4)) == "hello world"
+
+
+async def test_model_script_repeat_ids_chunks_and_usage() -> None:
+    d = make(
+        model={
+            "responses": [
+                {"tool_calls": [{"id": "x", "name": "t", "args": {"a": 1}}], "repeat": 3},
+                {"tool_calls": [{"name": "t"}, {"name": "u", "raw_args": "{bad"}]},
+                {"text": "hello world", "chunks": 3, "usage": {"input_tokens": 5, "output_tokens": 2}},
+            ]
+        }
+    )
+    ids = []
+    for _ in range(4):
+        ids += [c["id"] for c in await collect(d) if c["type"] == "tool_use"]
+    assert ids == ["x", "x_r1", "x_r2", "c3_0", "c3_1"]
+    chunks = await collect(d)
+    assert [c["text"] for c in chunks if c["type"] == "text"] == ["hell", "o wo", "rld"]
+    assert chunks[-1] == {"type": "usage", "input_tokens": 5, "output_tokens": 2, "cached_input_tokens": 0}
+    requests = d.log.of("model_request")
+    assert [e["index"] for e in requests] == [0, 1, 2, 3, 4]
+    assert d.log.of("model_response")[3]["chunks"][1]["input_json"] == "{bad"
+
+
+async def test_request_is_deep_copied() -> None:
+    d = make(model={"responses": [{"text": "a"}]})
+    request = {"messages": [{"role": "user", "text": "hi"}]}
+    await collect(d, request)
+    request["messages"][0]["text"] = "changed"
+    assert d.log.of("model_request")[0]["request"]["messages"][0]["text"] == "hi"
+
+
+async def test_model_errors_at_start_and_after_chunks() -> None:
+    d = make(
+        model={
+            "responses": [
+                {"text": "x", "error": {"status": 503, "message": "down"}},
+                {"text": "abcd", "chunks": 4, "error": {"status": 500, "after_chunks": 2}},
+            ]
+        }
+    )
+    with pytest.raises(ModelCallError) as first:
+        await collect(d)
+    assert first.value.status == 503
+    got = []
+    with pytest.raises(ModelCallError):
+        async for c in d.model_stream({}, {}):
+            got.append(c)
+    assert [c["text"] for c in got] == ["a", "b"]
+    assert [e["status"] for e in d.log.of("model_error")] == [503, 500]
+
+
+async def test_script_exhausted() -> None:
+    d = make()
+    chunks = await collect(d)
+    assert chunks[0] == {"type": "text", "text": EXHAUSTED_TEXT}
+    assert chunks[-1]["input_tokens"] == 0 and chunks[-1]["output_tokens"] == 0
+    assert d.log.of("script_exhausted") == [{"seq": 1, "kind": "script_exhausted", "index": 0}]
+
+
+async def test_tool_results_templates_scripts_and_failures() -> None:
+    d = make(
+        tools=[{"name": "t", "result": "{name}:{args}:{call_id}"}],
+        calls={"c2": {"result": "scripted"}, "c3": {"error": "boom"}},
+    )
+    r1 = await d.invoke_tool({"id": "c1", "name": "t", "args": {"b": 2, "a": 1}}, {})
+    assert r1 == {"content": 't:{"a":1,"b":2}:c1', "is_error": False}
+    assert (await d.invoke_tool({"id": "c2", "name": "t", "args": {}}, {}))["content"] == "scripted"
+    with pytest.raises(ToolFailed, match="boom"):
+        await d.invoke_tool({"id": "c3", "name": "t", "args": {}}, {})
+    unknown = await d.invoke_tool({"id": "c4", "name": "nope", "args": {}}, {})
+    assert unknown["is_error"] is True
+    ends = d.log.of("tool_end")
+    assert [e["call_id"] for e in ends] == ["c1", "c2", "c3", "c4"]
+    assert ends[2]["error"] == "boom" and ends[2]["cancelled"] is False
+    assert [e["kind"] for e in d.log.events][:2] == ["tool_start", "tool_end"]
+
+
+async def test_rendezvous_met_when_concurrent() -> None:
+    d = make(tools=[{"name": "t"}], rendezvous=[["a", "b", "c"]])
+    async with anyio.create_task_group() as tg:
+        for cid in "abc":
+            tg.start_soon(d.invoke_tool, {"id": cid, "name": "t", "args": {}}, {})
+    assert d.log.of("rendezvous_timeout") == []
+
+
+async def test_rendezvous_times_out_when_sequential() -> None:
+    d = make(tools=[{"name": "t"}], rendezvous=[["a", "b"]], timeout_s=0.5)
+    with anyio.fail_after(3):
+        await d.invoke_tool({"id": "a", "name": "t", "args": {}}, {})
+        await d.invoke_tool({"id": "b", "name": "t", "args": {}}, {})
+    [timeout] = d.log.of("rendezvous_timeout")
+    assert timeout["call_id"] == "a" and timeout["missing"] == ["b"]
+
+
+async def test_finish_order() -> None:
+    d = make(tools=[{"name": "t"}], finish_order=["b", "a"])
+    async with anyio.create_task_group() as tg:
+        for cid in "ab":
+            tg.start_soon(d.invoke_tool, {"id": cid, "name": "t", "args": {}}, {})
+    assert [e["call_id"] for e in d.log.of("tool_end")] == ["b", "a"]
+    assert d.log.of("finish_order_timeout") == []
+
+
+async def test_hook_matching_and_raise() -> None:
+    d = make(
+        hooks=[
+            {
+                "id": "h",
+                "point": "pre-tool-call",
+                "script": [
+                    {"when": {"tool": "t", "occurrence": 1}, "outcome": {"kind": "block", "reason": "no"}},
+                    {"when": {"call_id": "c9"}, "outcome": {"kind": "raise", "message": "bad hook"}},
+                ],
+            },
+            {"id": "p", "point": "post-tool-call", "script": [{"when": {"tool": "t"}, "outcome": {"kind": "continue"}}]},
+        ]
+    )
+    payload = {"id": "c1", "name": "t", "args": {}}
+    assert await d.dispatch_hook("h", "pre-tool-call", payload, {}) == {"kind": "continue"}
+    assert (await d.dispatch_hook("h", "pre-tool-call", payload, {}))["kind"] == "block"
+    with pytest.raises(HookRaised, match="bad hook"):
+        await d.dispatch_hook("h", "pre-tool-call", {"id": "c9", "name": "u"}, {})
+    # post-tool-call's payload nests the call: matched through payload["call"]
+    await d.dispatch_hook("p", "post-tool-call", {"call": {"id": "c1", "name": "t"}, "result": {}}, {})
+    await d.dispatch_hook("zz", "pre-tool-call", {}, {})
+    hooks = d.log.of("hook")
+    assert [e["occurrence"] for e in hooks] == [0, 1, 2, 0, 0]
+    assert hooks[2]["outcome"]["kind"] == "raise"
+    assert len(d.log.of("unknown_hook")) == 1
+
+
+async def test_policy_approver_clock() -> None:
+    d = make(
+        policy_deny={"c2": "id denied", "rm": "tool denied"},
+        approver=["approved", "timed_out"],
+        clock={"start": 100.0, "advance_per_model_call": 2.5},
+        model={"responses": [{"text": "a"}]},
+    )
+    assert (await d.policy_precheck({"id": "c1", "name": "ls"}, {}))["allow"] is True
+    assert await d.policy_precheck({"id": "c2", "name": "ls"}, {}) == {"allow": False, "reason": "id denied"}
+    assert (await d.policy_precheck({"id": "c3", "name": "rm"}, {}))["reason"] == "tool denied"
+    answers = [(await d.ask_approver({"call_id": str(i)}, {}))["decision"] for i in range(3)]
+    assert answers == ["approved", "timed_out", "denied"]
+    assert d.now() == 100.0
+    await collect(d)
+    assert d.now() == 102.5
+
+
+@pytest.mark.parametrize("async_canceller", [False, True])
+async def test_cancel_at_model_call_blocks_until_cancelled(async_canceller: bool) -> None:
+    d = make(model={"responses": [{"text": "abcd", "chunks": 2}]}, cancel={"at": "model_call", "index": 0})
+    got = []
+    with anyio.fail_after(3):
+        with anyio.CancelScope() as scope:
+            if async_canceller:
+
+                async def cancel() -> None:
+                    scope.cancel()
+
+                d.register_canceller(0, cancel)
+            else:
+                d.register_canceller(0, scope.cancel)
+            async for chunk in d.model_stream({}, {}):
+                got.append(chunk)
+    assert scope.cancelled_caught
+    assert [c["text"] for c in got] == ["ab", "cd"]
+    assert d.log.of("cancel")[0]["where"] == {"at": "model_call", "index": 0}
+
+
+async def test_cancel_at_hook_and_tool() -> None:
+    d = make(
+        tools=[{"name": "t"}],
+        hooks=[{"id": "h1", "point": "pre-model-call"}],
+        cancel={"at": "hook", "point": "pre-model-call", "occurrence": 1},
+    )
+    calls = []
+    d.register_canceller(0, lambda: calls.append("cancelled"))
+    await d.dispatch_hook("h1", "pre-model-call", {}, {})
+    assert calls == []
+    assert await d.dispatch_hook("h1", "pre-model-call", {}, {}) == {"kind": "continue"}
+    assert calls == ["cancelled"]
+    d2 = make(tools=[{"name": "t"}], cancel={"at": "tool", "call_id": "c1"})
+    await d2.invoke_tool({"id": "c1", "name": "t", "args": {}}, {})
+    assert d2.log.of("cancel_missing")[0]["where"] == {"at": "tool", "call_id": "c1"}

@@ -129,6 +129,7 @@ class HarnessDoubles:
         self._tools: dict[str, ToolDef] = {t.name: t for t in scenario.tools}
         self._hooks = {h.id: h for h in scenario.hooks}
         self._model_calls = 0
+        self._message_memo: dict[int, tuple[Any, Any]] = {}
         self._approvals = 0
         self._hook_counts: dict[str, int] = {}
         self._cancellers: dict[int, Callable[[], Awaitable[None] | None]] = {}
@@ -185,8 +186,29 @@ class HarnessDoubles:
         """The scripted model: one response per call, in script order."""
         index = self._model_calls
         self._model_calls += 1
-        self.log.add("model_request", index=index, request=snapshot(request), turn=snapshot(turn))
+        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn))
         return self._stream(index)
+
+    def _snapshot_request(self, request: JSON) -> JSON:
+        """A snapshot of a model request that copies each message object once per content: a
+        message handed over again, unchanged (``==``), reuses its earlier copy, so a long session
+        costs O(new messages) per request, not O(history). A message changed in place is copied
+        again, so the log still shows exactly what each request held. Log entries are read-only."""
+        messages = request.get("messages") if isinstance(request, dict) else None
+        if not isinstance(messages, list):
+            return snapshot(request)
+        copied = []
+        for message in messages:
+            seen = self._message_memo.get(id(message))
+            if seen is not None and seen[0] is message and seen[1] == message:
+                copied.append(seen[1])
+                continue
+            copy_ = snapshot(message)
+            self._message_memo[id(message)] = (message, copy_)  # holding it keeps the id unique
+            copied.append(copy_)
+        out = {k: snapshot(v) for k, v in request.items() if k != "messages"}
+        out["messages"] = copied
+        return out
 
     def _chunks(self, expanded: _Expanded, index: int) -> tuple[list[JSON], list[JSON]]:
         """(text chunks, tool_use + usage chunks) of one response."""

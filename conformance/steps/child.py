@@ -1,0 +1,200 @@
+"""Steps for the CHILD features (001, Child turns) and the child-session rows of SESS.
+
+A delegation tool (``a subagent tool "delegate"``) runs a child turn. The child's hook
+dispatches and tool calls are the ones the harness sees *while the delegation call runs*:
+strictly between the parent's ``pre_tool_call`` and ``post_tool_call`` dispatches for that call
+id, minus the windows of calls the child itself delegates (a grandchild's). Their TurnInfo is
+the child's identity as the kernel gave it; every one of them must show the rule checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_bdd import parsers, then
+
+from conformance.adapter import SessionRecord
+from conformance.expect import ConformanceFailure, HarnessError, expect_equal
+from conformance.steps.common import ScenarioContext
+from conformance.steps.ident import message_turn, normal_turn, stored_turn, turn_events
+
+
+def _window(akc: ScenarioContext, call_id: str) -> tuple[int, int]:
+    """(seq of the pre_tool_call dispatch, seq of the post_tool_call dispatch) of this call."""
+    pre = post = None
+    for e in akc.hook_dispatches():
+        payload = e.get("payload")
+        cid = payload.get("call_id") if isinstance(payload, dict) else None
+        if cid != call_id:
+            continue
+        if e["point"] == "pre_tool_call" and pre is None:
+            pre = e["seq"]
+        elif e["point"] == "post_tool_call" and pre is not None and post is None:
+            post = e["seq"]
+    if pre is None or post is None:
+        raise ConformanceFailure(
+            f"the delegation call {call_id}",
+            "its pre_tool_call and post_tool_call dispatches around the child turn",
+            f"pre_tool_call at {pre}, post_tool_call at {post}",
+        )
+    return pre, post
+
+
+def _delegation_calls(akc: ScenarioContext) -> list[str]:
+    """Call ids the model script makes to delegation tools."""
+    delegates = {t.name for t in akc.scenario.tools if t.subagent is not None}
+    return [c.id for r in akc.scenario.model.responses for c in r.tool_calls if c.name in delegates and c.id]
+
+
+def child_events(akc: ScenarioContext, call_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Hook dispatches and tool calls of the child turn run by delegation call ``call_id``."""
+    if call_id not in _delegation_calls(akc):
+        raise HarnessError(f"{call_id!r} is not a scripted call of a subagent tool")
+    lo, hi = _window(akc, call_id)
+    nested = []
+    for other in _delegation_calls(akc):
+        if other == call_id:
+            continue
+        try:
+            a, b = _window(akc, other)
+        except ConformanceFailure:
+            continue
+        if lo < a and b < hi:
+            nested.append((a, b))
+    out = [(w, e) for w, e in turn_events(akc) if lo < e["seq"] < hi and not any(a < e["seq"] < b for a, b in nested)]
+    if not out:
+        raise ConformanceFailure(
+            f"the child turn of {call_id}", "hook dispatches and tool calls while the delegation runs", "none"
+        )
+    return out
+
+
+def parent_turn(akc: ScenarioContext, parent: str) -> dict[str, Any]:
+    """``the parent`` (the turn of user message 1) or ``the child turn of "<id>"`` (its first
+    TurnInfo)."""
+    if parent == "":
+        return message_turn(akc, 1)
+    _, e = child_events(akc, parent)[0]
+    return normal_turn(e.get("turn")) or {}
+
+
+def _each_child_turn(akc: ScenarioContext, call_id: str) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for where, e in child_events(akc, call_id):
+        turn = normal_turn(e.get("turn"))
+        if turn is None:
+            raise ConformanceFailure(f"the TurnInfo of {where} (child turn of {call_id})", "a TurnInfo", e.get("turn"))
+        out.append((f"{where} (child turn of {call_id})", turn))
+    return out
+
+
+_OF = r'(?:the parent turn|the child turn of "(?P<parent>[^"]+)")'
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" runs with the parent\'s profile id$'))
+def child_then_profile(akc: ScenarioContext, call_id: str) -> None:
+    """Same profile: every TurnInfo of the child turn names the parent turn's profile_id."""
+    expected = message_turn(akc, 1).get("profile_id")
+    for where, turn in _each_child_turn(akc, call_id):
+        expect_equal(f"profile_id in the TurnInfo of {where}", expected, turn.get("profile_id"))
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" carries exactly the tags of ' + _OF + "$"))
+def child_then_tags(akc: ScenarioContext, call_id: str, parent: str | None) -> None:
+    """Same tags: the child copies its parent's resolved tags (the same list)."""
+    expected = parent_turn(akc, parent or "").get("tags")
+    for where, turn in _each_child_turn(akc, call_id):
+        expect_equal(f"tags in the TurnInfo of {where}", expected, turn.get("tags"))
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" runs in a new session, not in the session of ' + _OF + "$"))
+def child_then_new_session(akc: ScenarioContext, call_id: str, parent: str | None) -> None:
+    """A new session: the child's session_id is not its parent's (nor any top-level turn's)."""
+    parent_session = parent_turn(akc, parent or "").get("session_id")
+    top = {message_turn(akc, k).get("session_id") for k in range(1, len(akc.scenario.user_messages) + 1)}
+    for where, turn in _each_child_turn(akc, call_id):
+        sid = turn.get("session_id")
+        if sid is None or sid == parent_session or sid in top:
+            raise ConformanceFailure(
+                f"session_id in the TurnInfo of {where}", f"a new session (not {parent_session})", sid
+            )
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" has ' + _OF + r" as its parent$"))
+def child_then_parent_turn(akc: ScenarioContext, call_id: str, parent: str | None) -> None:
+    """parent_turn_id is the turn_id of the turn that delegated."""
+    expected = parent_turn(akc, parent or "").get("turn_id")
+    for where, turn in _each_child_turn(akc, call_id):
+        expect_equal(f"parent_turn_id in the TurnInfo of {where}", expected, turn.get("parent_turn_id"))
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" is one level deeper than ' + _OF + "$"))
+def child_then_depth(akc: ScenarioContext, call_id: str, parent: str | None) -> None:
+    """depth is the parent's depth + 1."""
+    parent_depth = parent_turn(akc, parent or "").get("depth")
+    if not isinstance(parent_depth, int):
+        raise ConformanceFailure("depth of the parent turn", "a number", parent_depth)
+    for where, turn in _each_child_turn(akc, call_id):
+        expect_equal(f"depth in the TurnInfo of {where}", parent_depth + 1, turn.get("depth"))
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" has depth (?P<depth>\d+)$'))
+def child_then_depth_value(akc: ScenarioContext, call_id: str, depth: str) -> None:
+    """The child's depth as a number (1 under a top-level turn, 2 under a child)."""
+    for where, turn in _each_child_turn(akc, call_id):
+        expect_equal(f"depth in the TurnInfo of {where}", int(depth), turn.get("depth"))
+
+
+# ============================================================================ child sessions
+
+
+def child_session(akc: ScenarioContext, call_id: str) -> SessionRecord:
+    """The stored session of the child turn of ``call_id``: the one its TurnInfo names, else the
+    only stored session that is not a top-level one."""
+    sessions = akc.result.journal.sessions
+    top = {stored_turn(akc, k).get("session_id") for k in range(1, len(akc.scenario.user_messages) + 1)}
+    ids = {turn.get("session_id") for _, turn in _each_child_turn(akc, call_id)} - top
+    named = [s for s in sessions if s.id in ids]
+    if len(named) == 1:
+        return named[0]
+    others = [s for s in sessions if s.id not in top]
+    if len(others) == 1 and len(_delegation_calls(akc)) == 1:
+        return others[0]
+    raise ConformanceFailure(
+        f"the stored session of the child turn of {call_id}",
+        "one session record besides the parent's",
+        [s.model_dump() for s in sessions],
+    )
+
+
+@then(
+    parsers.re(
+        r'the child session of "(?P<call_id>[^"]+)" is stored with source "subagent" '
+        r"and the parent's session as its parent$"
+    )
+)
+def child_then_session_record(akc: ScenarioContext, call_id: str) -> None:
+    """NewSession of a child agent: source ``subagent``, parent_session_id = the delegating
+    turn's session."""
+    record = child_session(akc, call_id)
+    expect_equal(f"source of the child session {record.id}", "subagent", record.source)
+    expect_equal(
+        f"parent_session_id of the child session {record.id}",
+        stored_turn(akc, 1).get("session_id"),
+        record.parent_session_id,
+    )
+
+
+@then(parsers.re(r'the child session of "(?P<call_id>[^"]+)" is titled with its goal$'))
+def child_then_session_title(akc: ScenarioContext, call_id: str) -> None:
+    """A child session is titled with its goal (the delegation call's ``goal`` argument)."""
+    goal = next(
+        (c.args or {}).get("goal") for r in akc.scenario.model.responses for c in r.tool_calls if c.id == call_id
+    )
+    if not isinstance(goal, str):
+        raise HarnessError(f"the call {call_id!r} has no goal argument")
+    record = child_session(akc, call_id)
+    expect_equal(f"title of the child session {record.id}", goal, record.title)
+
+
+

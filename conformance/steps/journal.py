@@ -1,0 +1,172 @@
+"""Steps for the JOURNAL features (001, The journal): what the loop records through
+create_session, start_turn, append_message, record_tool_call and finish_turn, as the adapter
+reports it in RunResult.journal. Each turn is identified by what the harness saw (the TurnInfo
+of its pre_llm_call dispatch, else the outcome's turn_id), never by the journal itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pytest_bdd import parsers, then
+
+from conformance.adapter import TurnRecord
+from conformance.expect import ConformanceFailure, HarnessError, expect_equal, show
+from conformance.steps.common import ScenarioContext, table_rows
+from conformance.steps.ident import check_stored_turn, expected_top_turn, message_turn, stored_turn
+from conformance.steps.msg import expected_rows, loose, loosely
+
+
+def _stored_turns(akc: ScenarioContext, turn_id: Any) -> list[TurnRecord]:
+    return [t for t in akc.result.journal.turns if t.turn.turn_id == turn_id]
+
+
+def _message_count(akc: ScenarioContext) -> int:
+    return len(akc.scenario.user_messages)
+
+
+@then("each session is created in the journal with its profile id, source, title, tags and parent")
+def journal_then_sessions(akc: ScenarioContext) -> None:
+    """create_session(NewSession): one record per session the messages ran in, with the
+    profile's id, a source (text), a title (text or none), the session tags it was created
+    with among its tags (SESS-003 checks that nothing else is; TAG-009 the starting message's
+    extra tags) and no parent session."""
+    firsts: dict[str, int] = {}
+    for k, m in enumerate(akc.scenario.user_messages, start=1):
+        firsts.setdefault(m.session, k)
+    for label, k in firsts.items():
+        session_id = stored_turn(akc, k).get("session_id")
+        records = [s for s in akc.result.journal.sessions if s.id == session_id]
+        if len(records) != 1:
+            raise ConformanceFailure(
+                f"journal records of session {label!r} ({session_id})", "exactly one", len(records)
+            )
+        rec = records[0]
+        where = f"the journal's session {label!r}"
+        expect_equal(f"profile_id of {where}", akc.scenario.profile_id, rec.profile_id)
+        if not isinstance(rec.source, str) or not rec.source:
+            raise ConformanceFailure(f"source of {where}", "where it came from (text)", rec.source)
+        if rec.title is not None and not isinstance(rec.title, str):
+            raise ConformanceFailure(f"title of {where}", "a text or none", rec.title)
+        own = set(akc.scenario.session_tags)
+        if not own <= set(rec.tags):
+            raise ConformanceFailure(f"tags of {where}", f"the session's tags {show(sorted(own))}", rec.tags)
+        expect_equal(f"parent_session_id of {where}", None, rec.parent_session_id)
+
+
+@then("each turn is started in the journal with its TurnInfo")
+def journal_then_turns_started(akc: ScenarioContext) -> None:
+    """start_turn(TurnInfo): one stored turn per user message, holding the TurnInfo its hooks
+    got (profile_id, session_id, turn_id, parent_turn_id, tags, depth)."""
+    for k in range(1, _message_count(akc) + 1):
+        turn = stored_turn(akc, k)
+        stored = _stored_turns(akc, turn.get("turn_id"))
+        if len(stored) != 1:
+            raise ConformanceFailure(
+                f"stored turns for the turn of message {k} ({turn.get('turn_id')})",
+                "exactly one",
+                [t.turn.turn_id for t in akc.result.journal.turns],
+            )
+        check_stored_turn(
+            f"the TurnInfo stored for the turn of message {k}",
+            stored[0].turn.model_dump(),
+            message_turn(akc, k),
+            expected_top_turn(akc, k),
+        )
+    expect_equal("turns stored in the journal", _message_count(akc), len(akc.result.journal.turns))
+
+
+@then("every message of each turn is appended to the journal under that turn:")
+def journal_then_messages(akc: ScenarioContext, datatable: list[list[str]]) -> None:
+    """append_message(TurnInfo, Message): the messages stored under each turn's session and turn
+    ids include the listed ones (table: turn | role | holds, turn = the user message's number).
+    Compared by role and call ids: the texts are MSG-002's and MSG-005's."""
+    rows = table_rows(datatable)
+    if not rows or "turn" not in rows[0]:
+        raise HarnessError("the table needs the columns turn | role | holds")
+    described = expected_rows([[h for h in datatable[0] if h.strip() != "turn"]] + [
+        [c for h, c in zip(datatable[0], row, strict=False) if h.strip() != "turn"] for row in datatable[1:]
+    ])
+    wanted: dict[int, list[tuple[str, str]]] = {}
+    for row, want in zip(rows, described, strict=True):
+        wanted.setdefault(int(row["turn"]), []).append(loosely(want))
+    records = akc.result.journal.messages
+    for k, items in wanted.items():
+        turn = stored_turn(akc, k)
+        ids = (turn.get("session_id"), turn.get("turn_id"))
+        under = [loose(r.message) for r in records if (r.session_id, r.turn_id) == ids]
+        left = list(under)
+        for item in items:
+            if item not in left:
+                raise ConformanceFailure(
+                    f"messages stored under the turn of message {k} ({turn.get('turn_id')})",
+                    f"{show(items)} among them",
+                    under,
+                )
+            left.remove(item)
+
+
+def _result_sent(akc: ScenarioContext, call_id: str) -> dict[str, Any] | None:
+    """The tool_result for this call the model was sent (first request that has one)."""
+    for request in akc.model_requests():
+        for m in request.get("messages") or []:
+            if isinstance(m, dict) and m.get("role") == "tool_result" and m.get("call_id") == call_id:
+                return m
+    return None
+
+
+@then("the journal records these tool calls:")
+def journal_then_tool_calls(akc: ScenarioContext, datatable: list[list[str]]) -> None:
+    """record_tool_call(TurnInfo, ToolCallRecord) for each listed call (table: call_id | name |
+    args | risk | approval; an empty approval is not checked): its name, arguments, the result
+    and error flag the model got, its risk, a duration and the approval decision."""
+    records = akc.result.journal.tool_calls
+    for row in table_rows(datatable):
+        call_id = row["call_id"]
+        found = [r for r in records if r.call_id == call_id]
+        if len(found) != 1:
+            raise ConformanceFailure(
+                f"journal records of tool call {call_id}", "exactly one", [r.call_id for r in records]
+            )
+        rec = found[0]
+        where = f"the journal's record of tool call {call_id}"
+        expect_equal(f"name in {where}", row["name"], rec.name)
+        expect_equal(f"args in {where}", json.loads(row["args"]), rec.args)
+        sent = _result_sent(akc, call_id)
+        if sent is None:
+            raise HarnessError(f"no model request carried the result of {call_id}; script one more model call")
+        expect_equal(f"result in {where} (the content the model got)", sent.get("content"), rec.result)
+        expect_equal(f"is_error in {where} (the flag the model got)", sent.get("is_error"), rec.is_error)
+        expect_equal(f"risk in {where}", row["risk"], rec.risk)
+        if not isinstance(rec.duration_ms, int | float) or rec.duration_ms < 0:
+            raise ConformanceFailure(f"duration in {where}", "a duration (>= 0 ms)", rec.duration_ms)
+        if row.get("approval"):
+            expect_equal(f"approval in {where}", row["approval"], rec.approval)
+
+
+@then("each turn is finished in the journal with the status its run ended with")
+def journal_then_finished(akc: ScenarioContext) -> None:
+    """finish_turn(TurnInfo, status): each stored turn holds the status the turn ended with (the
+    outcome's status)."""
+    for k in range(1, _message_count(akc) + 1):
+        turn = stored_turn(akc, k)
+        outcome = akc.outcome(k - 1)
+        stored = _stored_turns(akc, turn.get("turn_id"))
+        if not stored:
+            raise ConformanceFailure(f"the stored turn of message {k}", "a stored turn", "none")
+        status = stored[-1].status
+        if not status:
+            raise ConformanceFailure(f"status of the stored turn of message {k}", outcome.status, status)
+        expect_equal(f"status of the stored turn of message {k}", outcome.status, status)
+
+
+@then(parsers.re(r'the turn of message (?P<k>\d+) is finished in the journal with status "(?P<status>[^"]+)"$'))
+def journal_then_finished_with(akc: ScenarioContext, k: str, status: str) -> None:
+    """The stored turn of user message k holds this final status."""
+    turn = stored_turn(akc, int(k))
+    stored = _stored_turns(akc, turn.get("turn_id"))
+    if not stored:
+        raise ConformanceFailure(f"the stored turn of message {k}", "a stored turn", "none")
+    expect_equal(f"status of the stored turn of message {k}", status, stored[-1].status)
+

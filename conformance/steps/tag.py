@@ -1,0 +1,163 @@
+"""Steps for the TAG features (001, Tags and "Where tags come from").
+
+A turn's tags are the profile's tags plus the session's own tags, sorted, without duplicates;
+they are copied onto every turn, so every hook dispatch and tool call of a turn carries them in
+its TurnInfo. "Sorted" is accepted as string order or as (key, value) order: both read 001's
+word and they differ only when one key is a prefix of another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_bdd import parsers, then
+
+from conformance.expect import ConformanceFailure, HarnessError, expect_equal, show
+from conformance.steps.common import ScenarioContext
+from conformance.steps.ident import (
+    check_tag_list,
+    events_of_turn,
+    message_turn,
+    normal_turn,
+    split_tags,
+    turn_events,
+)
+
+
+def _all_turn_tags(akc: ScenarioContext) -> list[tuple[str, Any]]:
+    events = turn_events(akc)
+    if not events:
+        raise ConformanceFailure("hook dispatches and tool calls", "at least one", "none")
+    return [(where, (normal_turn(e.get("turn")) or {}).get("tags")) for where, e in events]
+
+
+@then("the kernel accepted the tags")
+def tag_then_accepted(akc: ScenarioContext) -> None:
+    """The kernel did not refuse the configuration, and the turn ran."""
+    rejected = akc.result.rejected
+    if rejected is not None:
+        raise ConformanceFailure("the tags", "accepted", f"rejected ({rejected.field}: {rejected.message})")
+    if not akc.result.outcomes:
+        raise ConformanceFailure("the run", "the user message's turn ran", "no outcome")
+
+
+def unchanged_problem(tags: list[str], hook_tags: list[Any], stored: list[str]) -> str | None:
+    """Why these accepted tags were not used unchanged: one shows up altered in a hook's
+    TurnInfo, or appears nowhere (neither in every hook's TurnInfo nor among the stored session
+    tags; which tags a turn gets is TAG-008's)."""
+    for got in hook_tags:
+        seen = got if isinstance(got, list) else []
+        for tag in tags:
+            altered = [t for t in seen if isinstance(t, str) and t != tag and t.lower() == tag.lower()]
+            if altered:
+                return f"{tag!r} altered to {altered[0]!r}"
+    for tag in tags:
+        everywhere = bool(hook_tags) and all(isinstance(g, list) and tag in g for g in hook_tags)
+        if not everywhere and tag not in stored:
+            return f"{tag!r} neither in the hooks' TurnInfo nor among the stored session tags"
+    return None
+
+
+@then(parsers.re(r'the tags "(?P<tags>[^"]*)" reach every hook dispatch unchanged$'))
+def tag_then_unchanged(akc: ScenarioContext, tags: str) -> None:
+    """Each of these tags is used exactly as written: never altered in a hook's TurnInfo, and
+    found in every hook's TurnInfo or among the stored session tags."""
+    wanted = split_tags(tags)
+    hook_tags = [got for where, got in _all_turn_tags(akc) if where.startswith("hook")]
+    stored = [t for s in akc.result.journal.sessions for t in s.tags]
+    problem = unchanged_problem(wanted, hook_tags, stored)
+    if problem:
+        raise ConformanceFailure("valid tags", f"{show(wanted)} used unchanged", problem)
+
+
+@then(parsers.re(r'every hook and tool call of the run carries exactly the tags "(?P<tags>[^"]*)"$'))
+def tag_then_exact(akc: ScenarioContext, tags: str) -> None:
+    """TurnInfo.tags of every hook dispatch and tool call: exactly these tags, sorted, each once."""
+    expected = set(split_tags(tags))
+    for where, got in _all_turn_tags(akc):
+        check_tag_list(f"tags in the TurnInfo of {where}", expected, got)
+
+
+@then(parsers.re(r'the turn of message (?P<k>\d+) carries exactly the tags "(?P<tags>[^"]*)"$'))
+def tag_then_message_exact(akc: ScenarioContext, k: str, tags: str) -> None:
+    """Every hook dispatch and tool call of user message k's turn: exactly these tags, sorted,
+    each once."""
+    turn = message_turn(akc, int(k))
+    events = events_of_turn(akc, turn.get("turn_id"))
+    if not events:
+        raise ConformanceFailure(f"hook dispatches of the turn of message {k}", "at least one", "none")
+    expected = set(split_tags(tags))
+    for where, e in events:
+        check_tag_list(f"tags in the TurnInfo of {where}", expected, (normal_turn(e.get("turn")) or {}).get("tags"))
+
+
+@then(parsers.re(r'the hooks of the session of message (?P<k>\d+) carry exactly the tags "(?P<tags>[^"]*)"$'))
+def tag_then_session_turns_exact(akc: ScenarioContext, k: str, tags: str) -> None:
+    """Every hook dispatch whose TurnInfo names the session of user message k: exactly these
+    tags, sorted, each once (whichever message of that session it ran for; tool calls are
+    TAG-006's)."""
+    session_id = message_turn(akc, int(k)).get("session_id")
+    events = [
+        (w, e)
+        for w, e in turn_events(akc)
+        if e["kind"] == "hook" and (normal_turn(e.get("turn")) or {}).get("session_id") == session_id
+    ]
+    if not events:
+        raise ConformanceFailure(f"hook dispatches in the session of message {k}", "at least one", "none")
+    expected = set(split_tags(tags))
+    for where, e in events:
+        check_tag_list(f"tags in the TurnInfo of {where}", expected, (normal_turn(e.get("turn")) or {}).get("tags"))
+
+
+@then("every hook and tool call of a session's turns carries one and the same tags")
+def tag_then_same_in_turn(akc: ScenarioContext) -> None:
+    """The resolved tags are copied onto every turn: every hook dispatch and tool call of the
+    turns of one session carries the same tag list (what the list holds is TAG-008's)."""
+    first: dict[Any, tuple[str, Any]] = {}
+    events = turn_events(akc)
+    if not events:
+        raise ConformanceFailure("hook dispatches and tool calls", "at least one", "none")
+    for where, e in events:
+        turn = normal_turn(e.get("turn")) or {}
+        got = turn.get("tags")
+        if not isinstance(got, list):
+            raise ConformanceFailure(f"tags in the TurnInfo of {where}", "a list of tags", got)
+        seen = first.setdefault(turn.get("session_id"), (where, got))
+        if seen[1] != got:
+            raise ConformanceFailure(
+                f"tags in the TurnInfo of {where}", f"the same list as {seen[0]}: {show(seen[1])}", got
+            )
+
+
+def _observable(akc: ScenarioContext) -> dict[str, Any]:
+    """What the loop did that tags must not change: the conversation and tool specs sent to the
+    model (system text left out: it may show the session and the time), the tool calls, replies."""
+    requests = []
+    for r in akc.model_requests():
+        msgs = [m for m in r.get("messages") or [] if not (isinstance(m, dict) and m.get("role") == "system")]
+        requests.append({"messages": msgs, "tools": r.get("tools") or []})
+    calls = [(e["call_id"], e["name"], e["args"]) for e in akc.tool_starts()]
+    replies = [(o.status, o.reply) for o in akc.result.outcomes]
+    return {"requests": requests, "tool calls": calls, "outcomes": replies}
+
+
+@then(
+    parsers.re(
+        r'running it again with the profile tags "(?P<ptags>[^"]*)" and the session tags "(?P<stags>[^"]*)" '
+        r"makes the same model requests and tool calls$"
+    )
+)
+def tag_then_no_meaning(akc: ScenarioContext, ptags: str, stags: str) -> None:
+    """Tags carry no meaning in the loop: the same scenario with other tags sends the model the
+    same conversation and tools, runs the same tool calls and ends the same way."""
+    if akc.result.rejected is not None:
+        raise HarnessError("the first run was rejected; use valid tags")
+    before = _observable(akc)
+    akc.scenario.profile_tags = split_tags(ptags)
+    akc.scenario.session_tags = split_tags(stags)
+    akc.run()
+    if akc.result.rejected is not None:
+        raise ConformanceFailure("the run with other tags", "accepted", f"rejected ({akc.result.rejected.field})")
+    after = _observable(akc)
+    for key in before:
+        expect_equal(f"{key} with other tags", before[key], after[key])

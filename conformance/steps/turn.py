@@ -1,0 +1,437 @@
+"""Steps for the TURN features (000 "Step by step"): the session lock, history and the stored user
+message, the system prompt's stable tier, the session hooks, the model-call hooks, the final
+answer and on_session_end.
+
+The helpers at the top (which turn a log event belongs to, what a message looks like in a step
+table, what the journal stored for a turn) are shared by the tool, stop and budget steps.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pytest_bdd import given, parsers, then
+
+from conformance.expect import (
+    ConformanceFailure,
+    HarnessError,
+    expect_equal,
+    expect_order,
+    show,
+)
+from conformance.steps.common import ScenarioContext, list_items
+
+# ========================================================================== shared helpers
+
+#: Log event kinds that carry the TurnInfo of the turn they belong to.
+TURN_EVENTS = ("hook", "model_request", "tool_start", "tool_end", "policy", "approval")
+
+
+def parse_json(text: str, what: str) -> Any:
+    """JSON from a step text, or a HarnessError naming the step (a broken feature file)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{what}: invalid JSON in the feature file ({exc}): {text!r}") from None
+
+
+def event_turn_id(event: dict[str, Any]) -> str | None:
+    turn = event.get("turn")
+    return turn.get("turn_id") if isinstance(turn, dict) else None
+
+
+def top_level_turn_ids(akc: ScenarioContext) -> list[str]:
+    """The turn ids of depth-0 turns, in the order their first event was logged."""
+    seen: list[str] = []
+    for e in akc.events(*TURN_EVENTS):
+        turn = e.get("turn")
+        if not isinstance(turn, dict) or turn.get("turn_id") is None:
+            continue
+        if (turn.get("depth") or 0) != 0:
+            continue
+        if turn["turn_id"] not in seen:
+            seen.append(turn["turn_id"])
+    return seen
+
+
+def turn_id_of(akc: ScenarioContext, k: int) -> str:
+    """The turn id of user message ``k`` (1-based): the outcome's turn id when the adapter reports
+    it, else the k-th top-level turn seen in the log (messages run one after the other)."""
+    outcome = next((o for o in akc.result.outcomes if o.message == k - 1), None)
+    if outcome is not None and outcome.turn_id:
+        return outcome.turn_id
+    ids = top_level_turn_ids(akc)
+    if not 1 <= k <= len(ids):
+        raise ConformanceFailure(f"the turn of user message {k}", f"at least {k} turns in the log", f"{len(ids)}")
+    return ids[k - 1]
+
+
+def turn_events(akc: ScenarioContext, k: int, *kinds: str) -> list[dict[str, Any]]:
+    """Log events (of these kinds; default: all that carry a turn) of user message k's turn."""
+    tid = turn_id_of(akc, k)
+    return [e for e in akc.events(*(kinds or TURN_EVENTS)) if event_turn_id(e) == tid]
+
+
+def turn_hooks(akc: ScenarioContext, k: int) -> list[dict[str, Any]]:
+    """The recorded hook dispatches (one per dispatch of a point) of user message k's turn."""
+    tid = turn_id_of(akc, k)
+    return [e for e in akc.hook_dispatches() if event_turn_id(e) == tid]
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The readable text of a message (text or content), '' if none."""
+    text = message.get("text")
+    if text is None:
+        text = message.get("content")
+    return text if isinstance(text, str) else ""
+
+
+def project(message: dict[str, Any]) -> str:
+    """A message as written in step tables: ``user: <text>``, ``assistant: <text>``,
+    ``assistant: calls <id>, <id>`` (``+ <text>`` if it also has text), ``tool_result: <call id>``,
+    ``system: ...``."""
+    role = message.get("role")
+    if role == "assistant":
+        calls = [str(c.get("id")) for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+        text = message_text(message)
+        if calls:
+            return "assistant: calls " + ", ".join(calls) + (f" + {text}" if text else "")
+        return f"assistant: {text}"
+    if role == "tool_result":
+        return f"tool_result: {message.get('call_id')}"
+    if role == "system":
+        return "system: ..."
+    return f"{role}: {message_text(message)}"
+
+
+def conversation(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages of a model request without system messages."""
+    return [m for m in all_messages(request) if m.get("role") != "system"]
+
+
+def all_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every message of a model request, system messages included."""
+    return [m for m in request.get("messages") or [] if isinstance(m, dict)]
+
+
+def stored_messages(akc: ScenarioContext, k: int | None = None) -> list[dict[str, Any]]:
+    """The stored messages (in storing order); of user message k's turn if k is given. Records
+    without a turn id are matched by the turn's session."""
+    records = akc.result.journal.messages
+    if k is None:
+        return [r.message for r in records]
+    tid = turn_id_of(akc, k)
+    if any(r.turn_id for r in records):
+        return [r.message for r in records if r.turn_id == tid]
+    session = next((o.session_id for o in akc.result.outcomes if o.message == k - 1), None)
+    return [r.message for r in records if session is None or r.session_id == session]
+
+
+def stored_status(akc: ScenarioContext, k: int) -> str | None:
+    """The status the journal holds for user message k's turn."""
+    tid = turn_id_of(akc, k)
+    for record in akc.result.journal.turns:
+        if record.turn.turn_id == tid:
+            return record.status
+    raise ConformanceFailure(f"the stored turn of user message {k}", f"a journal turn record {tid}", "none")
+
+
+def contains_text(value: Any, needle: str) -> bool:
+    """Does ``needle`` occur anywhere in this JSON value (keys and strings)?"""
+    return needle in json.dumps(value, ensure_ascii=False, default=str)
+
+
+# ========================================================================== Given
+
+
+@given(parsers.re(r'the system prompt is "(?P<text>[^"]*)"$'))
+def given_system_prompt(akc: ScenarioContext, text: str) -> None:
+    """The profile's stable tier (Scenario.system_prompt)."""
+    akc.merge({"system_prompt": text})
+
+
+# ========================================================================== Then: the session lock
+
+
+@then("the turns of the messages did not overlap")
+def then_turns_serialised(akc: ScenarioContext) -> None:
+    """Each top-level turn's hooks, model calls and tools all come after the previous turn's
+    on_session_end: one turn per session at a time."""
+    ids = top_level_turn_ids(akc)
+    if len(ids) < 2:
+        raise ConformanceFailure("turns in the log", "two turns", f"{len(ids)}")
+    events = akc.events(*TURN_EVENTS)
+    for first, second in zip(ids, ids[1:], strict=False):
+        # The first turn ends with its on_session_end (or, if a kernel never dispatches it — a
+        # TURN-020 matter, not this one — with its last logged event).
+        ends = [e for e in akc.hook_dispatches("on_session_end") if event_turn_id(e) == first]
+        end_seq = ends[-1]["seq"] if ends else max(e["seq"] for e in events if event_turn_id(e) == first)
+        early = [e for e in events if event_turn_id(e) == second and e["seq"] < end_seq]
+        if early:
+            e = early[0]
+            what = e.get("point") or e["kind"]
+            raise ConformanceFailure(
+                "the second turn of the session",
+                "its first hook or model call after the first turn's on_session_end",
+                f"{what} of the second turn before the first turn's on_session_end (log seq {e['seq']} < {end_seq})",
+            )
+
+
+# ========================================================================== Then: history, user message
+
+
+@then(parsers.re(r"the conversation in model request (?P<k>\d+) is:$"))
+def then_conversation(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
+    """The non-system messages of model request k, in order (``user: text``, ``assistant: text``,
+    ``assistant: calls id``, ``tool_result: id``)."""
+    observed = [project(m) for m in conversation(akc.model_request(int(k)))]
+    expect_order(f"conversation in model request {k}", list_items(datatable, docstring), observed)
+
+
+@then(parsers.re(r'model request (?P<k>\d+) ends with the user message "(?P<text>[^"]*)"$'))
+def then_request_ends_with_user(akc: ScenarioContext, k: str, text: str) -> None:
+    """The last non-system message of model request k is this user message."""
+    conv = conversation(akc.model_request(int(k)))
+    expect_equal(f"last message of model request {k}", f"user: {text}", project(conv[-1]) if conv else None)
+
+
+@then(parsers.re(r'the stored messages of message (?P<k>\d+) start with the user message "(?P<text>[^"]*)"$'))
+def then_stored_starts_with_user(akc: ScenarioContext, k: str, text: str) -> None:
+    """The first message stored for user message k's turn is that user message."""
+    stored = [project(m) for m in stored_messages(akc, int(k))]
+    expect_equal(
+        f"first stored message of user message {k}'s turn (stored: {show(stored)})",
+        f"user: {text}",
+        stored[0] if stored else None,
+    )
+
+
+@then(parsers.re(r'the assistant messages stored for message (?P<k>\d+) are:$'))
+def then_stored_assistant(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
+    """The assistant messages stored for user message k's turn, in storing order."""
+    observed = [project(m) for m in stored_messages(akc, int(k)) if m.get("role") == "assistant"]
+    expect_order(f"assistant messages stored for user message {k}", list_items(datatable, docstring), observed)
+
+
+@then(parsers.re(r'no stored message contains "(?P<text>[^"]+)"$'))
+def then_not_stored(akc: ScenarioContext, text: str) -> None:
+    """No message of the journal holds this text (anywhere in its JSON)."""
+    hits = [project(m) for m in stored_messages(akc) if contains_text(m, text)]
+    if hits:
+        raise ConformanceFailure(f"stored messages containing {text!r}", "none", hits)
+
+
+@then(parsers.re(r'model request (?P<k>\d+) (?P<neg>does not contain|contains) "(?P<text>[^"]+)"$'))
+def then_request_contains(akc: ScenarioContext, k: str, neg: str, text: str) -> None:
+    """Whether this text occurs anywhere in model request k's messages."""
+    messages = all_messages(akc.model_request(int(k)))
+    found = [project(m) for m in messages if contains_text(m, text)]
+    if neg == "contains" and not found:
+        raise ConformanceFailure(f"model request {k}", f"a message containing {text!r}", [project(m) for m in messages])
+    if neg != "contains" and found:
+        raise ConformanceFailure(f"model request {k}", f"no message containing {text!r}", found)
+
+
+# ========================================================================== Then: system prompt
+
+
+def _system_texts(request: dict[str, Any]) -> list[tuple[int | None, str]]:
+    """(position among the messages or None for request-level text, text) of every system text."""
+    out: list[tuple[int | None, str]] = []
+    for i, m in enumerate(all_messages(request)):
+        if m.get("role") == "system":
+            out.append((i, message_text(m)))
+    for holder in (request, request.get("params") or {}):
+        value = holder.get("system") if isinstance(holder, dict) else None
+        if isinstance(value, str):
+            out.append((None, value))
+        elif isinstance(value, list):
+            out.extend((None, message_text(v) if isinstance(v, dict) else str(v)) for v in value)
+    return out
+
+
+@then(parsers.re(r'every model request carries the system prompt "(?P<text>[^"]+)" ahead of the conversation$'))
+def then_system_prompt(akc: ScenarioContext, text: str) -> None:
+    """Each request has a system text (a system message or request-level system text) holding
+    the stable tier, before the first user message."""
+    requests = akc.model_requests()
+    if not requests:
+        raise ConformanceFailure("model requests", "at least one", "none")
+    for k, request in enumerate(requests, 1):
+        hits = [pos for pos, t in _system_texts(request) if text in t]
+        if not hits:
+            raise ConformanceFailure(
+                f"system text of model request {k}", f"a system text containing {text!r}", _system_texts(request)
+            )
+        first_user = next((i for i, m in enumerate(all_messages(request)) if m.get("role") == "user"), None)
+        if not any(pos is None or first_user is None or pos < first_user for pos in hits):
+            raise ConformanceFailure(
+                f"place of the system prompt in model request {k}",
+                "ahead of the conversation",
+                f"system message at position {hits[0]}, first user message at {first_user}",
+            )
+
+
+# ========================================================================== Then: pre_llm_call context
+
+
+@then(
+    parsers.re(
+        r'in model request (?P<k>\d+), "(?P<ctx>[^"]+)" comes after the history and in front of '
+        r'the user message "(?P<user>[^"]*)"$'
+    )
+)
+def then_context_in_front(akc: ScenarioContext, k: str, ctx: str, user: str) -> None:
+    """pre_llm_call's context sits between the earlier conversation and the turn's user message:
+    in a message of its own right there, or at the start of the user message's text."""
+    messages = all_messages(akc.model_request(int(k)))
+    shown = [project(m) for m in messages]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user" and message_text(m).endswith(user)]
+    if not users:
+        raise ConformanceFailure(f"model request {k}", f"the user message {user!r}", shown)
+    u = users[-1]
+    own = message_text(messages[u])
+    if ctx in own and own.index(ctx) < own.rindex(user):
+        return
+    # Earlier conversation: the last non-system message before the user message that is not the context.
+    before = [i for i in range(u) if messages[i].get("role") != "system" and ctx not in message_text(messages[i])]
+    last_history = before[-1] if before else -1
+    holders = [i for i in range(last_history + 1, u) if contains_text(messages[i], ctx)]
+    if not holders:
+        where = [project(m) for m in messages if contains_text(m, ctx)]
+        raise ConformanceFailure(
+            f"place of the pre_llm_call context in model request {k}",
+            f"{ctx!r} after the earlier messages and in front of {user!r}",
+            f"found in {show(where)}; request: {show(shown)}",
+        )
+
+
+# ========================================================================== Then: hooks per turn
+
+
+@then(parsers.re(r'"(?P<point>[^"]+)" was dispatched (?P<n>\d+) times? in the turn of message (?P<k>\d+)$'))
+def then_point_count_in_turn(akc: ScenarioContext, point: str, n: str, k: str) -> None:
+    """This point was dispatched exactly n times in user message k's turn."""
+    akc._check_point(point)
+    count = sum(1 for e in turn_hooks(akc, int(k)) if e["point"] == point)
+    expect_equal(f"dispatches of {point} in the turn of message {k}", int(n), count)
+
+
+@then(parsers.re(r"in the turn of message (?P<k>\d+), the points first fire in the order:$"))
+def then_first_dispatch_order(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
+    """The first dispatches of these points in user message k's turn come in this order (each
+    point dispatched at least once)."""
+    wanted = list_items(datatable, docstring)
+    firsts: dict[str, int] = {}
+    for e in turn_hooks(akc, int(k)):
+        firsts.setdefault(e["point"], e["seq"])
+    missing = [p for p in wanted if p not in firsts]
+    if missing:
+        raise ConformanceFailure(f"hook points of the turn of message {k}", f"{show(wanted)} dispatched", f"no {show(missing)}")
+    observed = sorted(wanted, key=lambda p: firsts[p])
+    expect_order(f"first dispatches in the turn of message {k}", wanted, observed)
+
+
+@then(parsers.re(r'in the turn of message (?P<k>\d+), "(?P<point>[^"]+)" fires before the first model call$'))
+def then_before_first_model_call(akc: ScenarioContext, k: str, point: str) -> None:
+    """Every dispatch of this point in user message k's turn precedes the turn's first model request."""
+    calls = turn_events(akc, int(k), "model_request")
+    if not calls:
+        raise ConformanceFailure(f"model calls of the turn of message {k}", "at least one", "none")
+    hooks = [e for e in turn_hooks(akc, int(k)) if e["point"] == point]
+    late = [e["seq"] for e in hooks if e["seq"] > calls[0]["seq"]]
+    if not hooks or late:
+        raise ConformanceFailure(
+            f"{point} in the turn of message {k}",
+            "dispatched before the first model call",
+            "not dispatched" if not hooks else f"dispatched after it (log seq {late} > {calls[0]['seq']})",
+        )
+
+
+@then(parsers.re(r'the "(?P<point>[^"]+)" payload has "(?P<key>[^"]+)" equal to (?P<value>.+)$'))
+def then_payload_field(akc: ScenarioContext, point: str, key: str, value: str) -> None:
+    """Every dispatch of this point (as the first hook of its chain saw it) has this field value."""
+    akc._check_point(point)
+    expected = parse_json(value, "payload value")
+    dispatches = akc.hook_dispatches(point)
+    if not dispatches:
+        raise ConformanceFailure(f"dispatches of {point}", "at least one", "none")
+    for e in dispatches:
+        payload = e["payload"] if isinstance(e["payload"], dict) else {}
+        expect_equal(f"{key!r} of the {point} payload", expected, payload.get(key, "<missing>"))
+
+
+# ========================================================================== Then: model-call hooks
+
+
+@then("every model call comes between a pre_api_request and a post_api_request")
+def then_api_hooks_around_calls(akc: ScenarioContext) -> None:
+    """pre_api_request → model call → post_api_request, for every (successful) model call."""
+    hooks = [e for e in akc.hook_dispatches() if e["point"] in ("pre_api_request", "post_api_request")]
+    merged = sorted(hooks + akc.events("model_request"), key=lambda e: e["seq"])
+    tokens = ["model call" if e["kind"] == "model_request" else e["point"] for e in merged]
+    n = tokens.count("model call")
+    expect_order("pre_api_request / model call / post_api_request", ["pre_api_request", "model call", "post_api_request"] * n, tokens)
+
+
+@then(
+    parsers.re(
+        r"the failed model call is followed by api_request_error, then transform_api_error_classification, "
+        r"and no post_api_request$"
+    )
+)
+def then_failure_hooks(akc: ScenarioContext) -> None:
+    """After the failing model call (and before any later one): api_request_error then
+    transform_api_error_classification, and no post_api_request."""
+    errors = akc.events("model_error")
+    if not errors:
+        raise HarnessError("the scenario scripts no model failure")
+    failed = errors[0]["index"]
+    requests = akc.events("model_request")
+    start = next(e["seq"] for e in requests if e["index"] == failed)
+    later = [e["seq"] for e in requests if e["index"] > failed]
+    stop = later[0] if later else float("inf")
+    points = [e["point"] for e in akc.hook_dispatches() if start < e["seq"] < stop]
+    points = [p for p in points if p in ("api_request_error", "transform_api_error_classification", "post_api_request")]
+    expect_order(
+        "hooks after the failed model call", ["api_request_error", "transform_api_error_classification"], points
+    )
+
+
+# ========================================================================== Then: the end of a turn
+
+
+@then(parsers.re(r"on_session_end is the last hook of the turn of message (?P<k>\d+) and carries its stored status$"))
+def then_session_end_last(akc: ScenarioContext, k: str) -> None:
+    """on_session_end fires once in the turn, after every other hook of it, and its payload's status
+    is the status the journal stored for the turn."""
+    hooks = turn_hooks(akc, int(k))
+    ends = [e for e in hooks if e["point"] == "on_session_end"]
+    expect_equal(f"dispatches of on_session_end in the turn of message {k}", 1, len(ends))
+    expect_equal(f"last hook of the turn of message {k}", "on_session_end", hooks[-1]["point"])
+    turn_model_calls = turn_events(akc, int(k), "model_request", "tool_start")
+    late = [e for e in turn_model_calls if e["seq"] > ends[0]["seq"]]
+    if late:
+        raise ConformanceFailure(f"the turn of message {k}", "nothing after on_session_end", f"{late[0]['kind']} after it")
+    payload = ends[0]["payload"] if isinstance(ends[0]["payload"], dict) else {}
+    expect_equal(
+        f"status in on_session_end's payload (message {k}) vs. the stored status",
+        stored_status(akc, int(k)),
+        payload.get("status", "<missing>"),
+    )
+
+
+@then(parsers.re(r'the stored status of message (?P<k>\d+) is "(?P<status>[^"]+)"$'))
+def then_stored_status(akc: ScenarioContext, k: str, status: str) -> None:
+    """The journal holds this final status for user message k's turn."""
+    expect_equal(f"stored status of the turn of message {k}", status, stored_status(akc, int(k)))
+
+
+@then(parsers.re(r'the user message "(?P<text>[^"]*)" is stored$'))
+def then_user_stored(akc: ScenarioContext, text: str) -> None:
+    """The journal holds this user message."""
+    stored = [project(m) for m in stored_messages(akc)]
+    if f"user: {text}" not in stored:
+        raise ConformanceFailure("stored messages", f"the user message {text!r}", stored)
+

@@ -1,0 +1,77 @@
+"""Properties of 001's ids: however many messages go to however many sessions, each turn gets a
+new turn_id and the turns of one session share its session_id (IDENT-007), every id is a UUID v7
+(IDENT-005), and a later turn's or session's id sorts after the earlier ones' (IDENT-006). One
+property per requirement, so a kernel failing one rule is not reported failing the others."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.expect import ConformanceFailure, expect_equal
+from conformance.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.scenario import ModelResponse
+from conformance.steps.ident import message_turn, uuid7_problem, uuid_int
+
+sessions = st.lists(st.sampled_from(["s1", "s2", "s3"]), min_size=2, max_size=5)
+
+
+def _turns(labels: list[str], name: str) -> list[dict[str, Any]]:
+    ctx = context("commonagent", name)
+    for i, label in enumerate(labels):
+        ctx.add_user_message(f"message {i + 1}", session=label)
+        ctx.add_response(ModelResponse(text=f"answer {i + 1}"))
+    ctx.run()
+    return [message_turn(ctx, k) for k in range(1, len(labels) + 1)]
+
+
+def _as_int(what: str, value: Any) -> int:
+    try:
+        return uuid_int(value)
+    except (TypeError, ValueError, AttributeError):
+        raise ConformanceFailure(what, "a UUID", value) from None
+
+
+@requirement("IDENT-007", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(labels=sessions)
+def test_prop_new_turn_id_per_turn_one_session_id_per_session(labels: list[str]) -> None:
+    turns = _turns(labels, "a new turn id per turn, one session id per session")
+    ids = [t.get("turn_id") for t in turns]
+    expect_equal(f"distinct turn ids of {len(ids)} turns", len(ids), len(set(ids)))
+    by_label: dict[str, set[Any]] = {}
+    for label, turn in zip(labels, turns, strict=True):
+        by_label.setdefault(label, set()).add(turn.get("session_id"))
+    for label, ids_of_label in by_label.items():
+        expect_equal(f"session ids of the turns of session {label!r}", 1, len(ids_of_label))
+    firsts = [next(iter(v)) for v in by_label.values()]
+    expect_equal("distinct session ids of distinct sessions", len(firsts), len(set(firsts)))
+
+
+@requirement("IDENT-005", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(labels=sessions)
+def test_prop_ids_are_uuid7(labels: list[str]) -> None:
+    for k, turn in enumerate(_turns(labels, "ids are UUID v7"), start=1):
+        for key in ("session_id", "turn_id"):
+            problem = uuid7_problem(turn.get(key))
+            if problem:
+                raise ConformanceFailure(f"{key} of the turn of message {k}", "a UUID v7", problem)
+
+
+@requirement("IDENT-006", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(labels=sessions)
+def test_prop_ids_sort_by_creation(labels: list[str]) -> None:
+    turns = _turns(labels, "ids sort by creation")
+    for k in range(1, len(turns)):
+        a, b = turns[k - 1].get("turn_id"), turns[k].get("turn_id")
+        if not _as_int(f"turn_id of message {k}", a) < _as_int(f"turn_id of message {k + 1}", b):
+            what = f"turn_id of message {k + 1} (created after message {k}'s {a})"
+            raise ConformanceFailure(what, f"an id sorting after {a}", b)
+    firsts = [turns[labels.index(label)].get("session_id") for label in dict.fromkeys(labels)]
+    for a, b in zip(firsts, firsts[1:], strict=False):
+        if a != b and not _as_int("session id", a) < _as_int("session id", b):
+            raise ConformanceFailure("session ids in creation order", f"an id sorting after {a}", b)

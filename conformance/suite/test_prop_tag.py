@@ -1,0 +1,161 @@
+"""Properties of 001's tags: any tag of the grammar is accepted and reaches every hook and tool
+call unchanged (TAG-001); a turn's tags are the sorted, duplicate-free union of the profile's and
+the session's tags (TAG-008); a tag breaking one rule of the grammar is refused, the rejection
+naming the tags field (TAG-002 key characters, TAG-003 value characters, TAG-004 one colon,
+TAG-005 no spaces). One property per rule, so a kernel breaking one is not blamed for the others.
+
+Generated tags stay in ASCII and never have an empty key or value: 001 does not say whether
+"letters" include non-ASCII ones, nor whether `area:` or `:x` are valid (docs/spec-gaps.md).
+"""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.expect import ConformanceFailure, expect_true
+from conformance.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.scenario import ModelResponse, ScriptedToolCall, ToolDef
+from conformance.steps.ident import check_tag_list, normal_turn, turn_events
+from conformance.steps.tag import unchanged_problem
+
+KEY_CHARS = string.ascii_lowercase + string.digits + "_-"
+VALUE_CHARS = string.ascii_letters + string.digits + "_-."
+
+keys = st.text(alphabet=KEY_CHARS, min_size=1, max_size=6)
+values = st.text(alphabet=VALUE_CHARS, min_size=1, max_size=8)
+valid_tags = st.builds(lambda k, v: f"{k}:{v}", keys, values)
+
+# Characters forbidden in a key (beyond ':' and spaces, drawn separately): upper case, '.', others.
+BAD_KEY_CHARS = string.ascii_uppercase + "./@+!,;#*=?'()[]{}"
+BAD_VALUE_CHARS = "/@+!,;#*=?'\"()[]{}~%&|\\"
+
+
+def _insert(text: str, pos: int, ch: str) -> str:
+    pos = pos % (len(text) + 1)
+    return text[:pos] + ch + text[pos:]
+
+
+# One strategy per rule of the grammar, so a kernel breaking one rule fails that rule only.
+bad_key_tags = st.builds(
+    lambda k, p, c, v: f"{_insert(k, p, c)}:{v}", keys, st.integers(0, 10), st.sampled_from(BAD_KEY_CHARS), values
+)
+bad_value_tags = st.builds(
+    lambda k, v, p, c: f"{k}:{_insert(v, p, c)}", keys, values, st.integers(0, 10), st.sampled_from(BAD_VALUE_CHARS)
+)
+colon_tags = st.one_of(
+    st.builds(lambda k, v: k + v, keys, values),  # no colon
+    st.builds(lambda k, v, w: f"{k}:{v}:{w}", keys, values, values),  # two colons
+    st.builds(lambda k, v, w, x: f"{k}:{v}:{w}:{x}", keys, values, values, values),  # three
+)
+# Inside the tag (a kernel trimming its config input is not what this checks).
+space_tags = st.builds(
+    lambda t, p, c: t[: 1 + p % (len(t) - 1)] + c + t[1 + p % (len(t) - 1) :],
+    valid_tags,
+    st.integers(0, 20),
+    st.sampled_from([" ", "  "]),
+)
+
+# Plain tags ([a-z0-9] both sides) for the merge: no kernel can doubt they are valid.
+plain = st.text(alphabet=string.ascii_lowercase + string.digits, min_size=1, max_size=4)
+plain_tags = st.builds(lambda k, v: f"{k}:{v}", plain, plain)
+
+
+def _run(profile_tags: list[str], session_tags: list[str], name: str):  # type: ignore[no-untyped-def]
+    ctx = context("commonagent", name)
+    ctx.scenario.profile_tags = profile_tags
+    ctx.scenario.session_tags = session_tags
+    ctx.add_tool(ToolDef(name="weather"))
+    ctx.add_response(ModelResponse(tool_calls=[ScriptedToolCall(id="c1", name="weather", args={"city": "x"})]))
+    ctx.add_response(ModelResponse(text="done"))
+    ctx.run()
+    return ctx
+
+
+def _accepted(ctx, profile_tags: list[str], session_tags: list[str]) -> list:  # type: ignore[no-untyped-def]
+    rejected = ctx.result.rejected
+    if rejected is not None:
+        raise ConformanceFailure(
+            f"profile tags {profile_tags} and session tags {session_tags}", "accepted", f"rejected: {rejected.message}"
+        )
+    events = turn_events(ctx)
+    expect_true(bool(events), "hook dispatches and tool calls", "at least one", "none")
+    return events
+
+
+@requirement("TAG-001", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(tags=st.lists(valid_tags, min_size=1, max_size=4), where=st.sampled_from(["profile", "session", "both"]))
+def test_prop_valid_tags_are_accepted_unchanged(tags: list[str], where: str) -> None:
+    profile_tags = tags if where in ("profile", "both") else []
+    session_tags = tags if where in ("session", "both") else []
+    ctx = _run(profile_tags, session_tags, "valid tags are accepted")
+    events = _accepted(ctx, profile_tags, session_tags)
+    hook_tags = [(normal_turn(e.get("turn")) or {}).get("tags") for _, e in events if e["kind"] == "hook"]
+    stored = [t for s in ctx.result.journal.sessions for t in s.tags]
+    problem = unchanged_problem(tags, hook_tags, stored)
+    if problem:
+        raise ConformanceFailure(f"valid tags {tags} ({where})", "accepted and used unchanged", problem)
+
+
+@requirement("TAG-008", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(pool=st.lists(plain_tags, min_size=1, max_size=5, unique=True), data=st.data())
+def test_prop_turn_tags_are_the_sorted_union(pool: list[str], data: st.DataObject) -> None:
+    profile_tags = data.draw(st.lists(st.sampled_from(pool), max_size=4), label="profile_tags")
+    session_tags = data.draw(st.lists(st.sampled_from(pool), max_size=4), label="session_tags")
+    ctx = _run(profile_tags, session_tags, "turn tags are the sorted union")
+    expected = set(profile_tags) | set(session_tags)
+    for where, e in _accepted(ctx, profile_tags, session_tags):
+        tags = (normal_turn(e.get("turn")) or {}).get("tags")
+        what = f"tags in the TurnInfo of {where} (profile {profile_tags}, session {session_tags})"
+        check_tag_list(what, expected, tags)
+
+
+def _refused(bad: str, good: list[str], where: str, pos: int) -> None:
+    tags = list(good)
+    tags.insert(pos % (len(tags) + 1), bad)
+    profile_tags, session_tags = (tags, []) if where == "profile" else ([], tags)
+    ctx = _run(profile_tags, session_tags, "invalid tags are refused")
+    rejected = ctx.result.rejected
+    if rejected is None:
+        raise ConformanceFailure(f"the invalid tag {bad!r} among the {where} tags {tags}", "rejected", "accepted")
+    if "tag" not in rejected.field.lower():
+        raise ConformanceFailure(f"the field the rejection of {bad!r} names", "the tags field", rejected.field)
+
+
+_context = {
+    "good": st.lists(plain_tags, max_size=2),
+    "where": st.sampled_from(["profile", "session"]),
+    "pos": st.integers(0, 2),
+}
+
+
+@requirement("TAG-002", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(bad=bad_key_tags, **_context)
+def test_prop_bad_key_is_refused(bad: str, good: list[str], where: str, pos: int) -> None:
+    _refused(bad, good, where, pos)
+
+
+@requirement("TAG-003", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(bad=bad_value_tags, **_context)
+def test_prop_bad_value_is_refused(bad: str, good: list[str], where: str, pos: int) -> None:
+    _refused(bad, good, where, pos)
+
+
+@requirement("TAG-004", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(bad=colon_tags, **_context)
+def test_prop_not_one_colon_is_refused(bad: str, good: list[str], where: str, pos: int) -> None:
+    _refused(bad, good, where, pos)
+
+
+@requirement("TAG-005", profile="commonagent")
+@PROPERTY_SETTINGS
+@given(bad=space_tags, **_context)
+def test_prop_space_is_refused(bad: str, good: list[str], where: str, pos: int) -> None:
+    _refused(bad, good, where, pos)

@@ -1,0 +1,73 @@
+@commonagent
+Feature: The iteration budget (000, CommonAgent)
+  max_iterations caps the number of model calls in one turn. The default is 500, as in Hermes;
+  it is set per profile (config.toml: max_iterations = 50). The loop stops at its top when the
+  budget is spent — without another model call — and a turn that runs out ends with status
+  budget_exhausted. The budget belongs to the turn: every turn of a session starts afresh.
+
+  @BUDGET-001
+  Scenario: A turn that keeps asking for tools makes exactly max_iterations model calls and runs the last one's tools
+    Given a tool "lookup"
+    And max_iterations is 3
+    And the model calls "lookup" with {} as "t" 5 times
+    When the kernel runs
+    Then the model was called 3 times
+    And tool "t_r2" ran
+    And tool "t_r3" did not run
+    And 3 tool calls ran
+
+  @BUDGET-001
+  Scenario: A turn whose final answer is its max_iterations-th model call completes
+    Given a tool "lookup"
+    And max_iterations is 3
+    And the model calls "lookup" with {} as "t" 2 times
+    And the model answers "just in time"
+    When the kernel runs
+    Then the model was called 3 times
+    And the reply is "just in time"
+
+  @BUDGET-002
+  Scenario: A turn that runs out of iterations ends with status budget_exhausted
+    Given a tool "lookup"
+    And max_iterations is 2
+    And the model calls "lookup" with {} as "t" 4 times
+    When the kernel runs
+    Then the run ends with status "budget_exhausted"
+
+  @BUDGET-003 @slow
+  Scenario: Without configuration, max_iterations is 500
+    # SLOW (about 1-2 s, tagged @slow): 501 scripted tool-call responses; the 500th model call
+    # is made, its tool runs, and no 501st call follows. No recording hooks, to keep it fast.
+    Given no recording hooks
+    And the scenario timeout is 20 seconds
+    And a tool "lookup"
+    And the model calls "lookup" with {} as "t" 501 times
+    When the kernel runs
+    Then the model was called 500 times
+    And tool "t_r499" ran
+    And tool "t_r500" did not run
+    And the run ends with status "budget_exhausted"
+
+  @BUDGET-004
+  Scenario: A configured max_iterations replaces the default
+    Given a tool "lookup"
+    And max_iterations is 1
+    And the model calls "lookup" with {} as "t" 3 times
+    When the kernel runs
+    Then the model was called 1 time
+    And tool "t" ran
+
+  @BUDGET-005
+  Scenario: Every turn of a session starts with the full iteration budget
+    Given a tool "lookup"
+    And max_iterations is 2
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model calls "lookup" with {} as "a"
+    And the model answers "one"
+    And the model calls "lookup" with {} as "b"
+    And the model answers "two"
+    When the kernel runs
+    Then the turn of message 2 made 2 model calls
+    And message 2 ends with status "completed"
+    And the reply is "two"

@@ -1,0 +1,89 @@
+@commonagent
+Feature: Child turns (001, "Child turns")
+  TurnInfo::child makes the identity for a delegated turn: same profile, same tags, a new
+  session, parent_turn_id set to the parent's turn and depth + 1. Because tags are copied,
+  anything keyed on tags rolls up through delegation: a helper agent working for client:acme is
+  billed to client:acme.
+
+  A delegation tool runs a child turn of the same profile (the tool's `goal` argument is the
+  child's first message). The child's hook dispatches and tool calls are those the harness sees
+  while the delegation call runs, between the parent's pre_tool_call and post_tool_call for it.
+
+  Background:
+    Given the scenario's profile id is "household"
+    And the profile is configured with the tags "team:core, area:work"
+    And the session is created with the tags "client:acme"
+    And a subagent tool "delegate"
+    And a tool "weather"
+
+  Scenario Outline: A child turn's identity is derived from its parent turn
+    Given the model calls "delegate" with {"goal": "Find the Charleston forecast"} as "d1"
+    And the model calls "weather" with {"city": "Charleston"} as "k1"
+    And the model answers "Rain, 18C."
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then tool "k1" ran
+    And the child turn of "d1" <rule>
+
+    @CHILD-001
+    Examples: same profile
+      | rule                                |
+      | runs with the parent's profile id   |
+
+    @CHILD-002
+    Examples: same tags
+      | rule                                        |
+      | carries exactly the tags of the parent turn |
+
+    @CHILD-003
+    Examples: a new session
+      | rule                                                         |
+      | runs in a new session, not in the session of the parent turn |
+
+    @CHILD-004
+    Examples: parent_turn_id
+      | rule                              |
+      | has the parent turn as its parent |
+
+    @CHILD-005
+    Examples: depth + 1
+      | rule                                    |
+      | is one level deeper than the parent turn |
+      | has depth 1                             |
+
+  Scenario Outline: A grandchild turn's identity is derived from the child turn
+    Given the model calls "delegate" with {"goal": "Plan the trip"} as "d1"
+    And the model calls "delegate" with {"goal": "Check the weather"} as "d2"
+    And the model calls "weather" with {"city": "Charleston"} as "k1"
+    And the model answers "Rain."
+    And the model answers "Take an umbrella."
+    And the model answers "Trip planned."
+    When the user sends "Plan my trip to Charleston"
+    Then tool "k1" ran
+    And the child turn of "d2" <rule>
+
+    @CHILD-001
+    Examples: same profile
+      | rule                              |
+      | runs with the parent's profile id |
+
+    @CHILD-002
+    Examples: same tags
+      | rule                                               |
+      | carries exactly the tags of the child turn of "d1" |
+
+    @CHILD-003
+    Examples: a new session
+      | rule                                                                |
+      | runs in a new session, not in the session of the child turn of "d1" |
+
+    @CHILD-004
+    Examples: parent_turn_id
+      | rule                                     |
+      | has the child turn of "d1" as its parent |
+
+    @CHILD-005
+    Examples: depth + 1
+      | rule                                            |
+      | is one level deeper than the child turn of "d1" |
+      | has depth 2                                     |

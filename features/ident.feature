@@ -1,0 +1,97 @@
+@commonagent
+Feature: TurnInfo - who is running and where (001, "TurnInfo")
+  Every hook, tool and journal call receives a TurnInfo: the profile_id of the profile running
+  the turn, the session_id, the turn_id, the parent_turn_id (set only for a delegated turn), the
+  resolved tags and the depth (0 for a top-level turn). Each turn gets a new turn_id; the turns
+  of one session share its session_id. Ids are UUID version 7, so they sort by creation time.
+
+  The harness sees the TurnInfo the kernel hands each hook dispatch and each tool call, and the
+  ids the kernel stores in its journal.
+
+  @IDENT-001
+  Scenario: Every hook dispatch receives the running turn's TurnInfo
+    Given the scenario's profile id is "household"
+    And a tool "weather" returning "Charleston: 18C, light rain"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then every hook dispatch of the run carries the TurnInfo of the turn
+
+  @IDENT-002
+  Scenario: Every tool call receives the running turn's TurnInfo
+    Given the scenario's profile id is "household"
+    And a tool "weather"
+    And a tool "calendar"
+    And the model calls in one response:
+      | id | name     | args                  |
+      | c1 | weather  | {"city": "Charleston"} |
+      | c2 | calendar | {"day": "today"}      |
+    And the model calls "weather" with {"city": "Boston"} as "c3"
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then 3 tool calls ran
+    And every tool call of the run carries the TurnInfo of the turn
+
+  @IDENT-003
+  Scenario: Journal records carry the ids of the turn they belong to
+    Given a tool "weather"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model calls "weather" with {"city": "Boston"} as "c2"
+    And the model answers "Boston is dry."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?"
+    And the user message "And in Boston?"
+    And the user message "Thanks!"
+    When the kernel runs
+    Then every journal record carries the ids of its turn
+
+  @IDENT-004
+  Scenario: A top-level turn has depth 0 and no parent turn
+    Given a tool "weather"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then every hook dispatch and tool call of the run is of a top-level turn: depth 0, no parent
+
+  @IDENT-005
+  Scenario: Session ids and turn ids are UUIDs of version 7
+    Given a tool "weather"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model answers "Boston is dry."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "And in Boston?" in session "s2"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then every session id and turn id the run shows is a UUID v7
+
+  @IDENT-006
+  Scenario: Ids of later turns and sessions sort after the earlier ones
+    Given the model answers "one"
+    And the model answers "two"
+    And the model answers "three"
+    And the model answers "four"
+    And the model answers "five"
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s2"
+    And the user message "third" in session "s1"
+    And the user message "fourth" in session "s3"
+    And the user message "fifth" in session "s2"
+    When the kernel runs
+    Then the turn ids sort in the order the turns were created
+    And the session ids sort in the order the sessions were created
+
+  @IDENT-007
+  Scenario: Each turn gets a new turn id, the turns of a session share its session id
+    Given the scenario's profile id is "household"
+    And a tool "weather"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then the 2 turns of the run have distinct turn ids and one session id
+    And every TurnInfo of the run names the profile "household"

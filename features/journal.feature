@@ -1,0 +1,122 @@
+@commonagent
+Feature: The journal (001, "The journal")
+  The Journal trait is where the loop records what happens:
+    create_session(NewSession)            profile_id, source, title, tags, parent_session_id
+    start_turn(TurnInfo)
+    append_message(TurnInfo, Message)     every message of the turn, under that turn
+    record_tool_call(TurnInfo, ToolCallRecord)
+                                          the call's name, arguments, result, error flag, risk,
+                                          duration and approval
+    finish_turn(TurnInfo, TurnStatus)
+  The adapter reports what the kernel stored (RunResult.journal); the harness compares it with
+  what it saw: the TurnInfo handed to the hooks, the tool results the model was sent, the status
+  each turn ended with.
+
+  Background:
+    Given the scenario's profile id is "household"
+    And a tool "weather"
+
+  @JOURNAL-001
+  Scenario: Each new session is created with its profile id, source, title, tags and parent
+    Given the profile is configured with the tags "team:core"
+    And the session is created with the tags "area:work"
+    And the model answers "Bring an umbrella."
+    And the model answers "Boston is dry."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "And in Boston?" in session "s2" brings the tags "client:acme"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then each session is created in the journal with its profile id, source, title, tags and parent
+
+  @JOURNAL-002
+  Scenario: Each turn is started with its TurnInfo
+    Given the profile is configured with the tags "team:core"
+    And the session is created with the tags "area:work"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model answers "Boston is dry."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "And in Boston?" in session "s2"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then each turn is started in the journal with its TurnInfo
+
+  @JOURNAL-003
+  Scenario: Every message of a turn is appended under that turn
+    Given a tool "forecast"
+    And the model calls in one response:
+      | id | name     | args                   |
+      | c1 | weather  | {"city": "Charleston"} |
+      | c2 | forecast | {"city": "Charleston"} |
+    And the call "c2" fails with "forecast service down"
+    And the model answers "Bring an umbrella."
+    And the model calls "weather" with {"city": "Boston"} as "c3"
+    And the model answers "Boston is dry."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "And in Boston?" in session "s1"
+    When the kernel runs
+    Then every message of each turn is appended to the journal under that turn:
+      | turn | role        | holds                  |
+      | 1    | user        | Do I need an umbrella? |
+      | 1    | assistant   | calls: c1, c2          |
+      | 1    | tool_result | c1                     |
+      | 1    | tool_result | c2                     |
+      | 1    | assistant   | Bring an umbrella.     |
+      | 2    | user        | And in Boston?         |
+      | 2    | assistant   | calls: c3              |
+      | 2    | tool_result | c3                     |
+      | 2    | assistant   | Boston is dry.         |
+
+  @JOURNAL-004
+  Scenario: Each tool call is recorded with name, arguments, result, error flag, risk, duration and approval
+    Given a tool "delete_file" with risk "high"
+    And the model calls in one response:
+      | id | name        | args                   |
+      | c1 | weather     | {"city": "Charleston"} |
+      | c2 | delete_file | {"path": "/tmp/a.txt"} |
+      | c3 | weather     | {"city": "Boston"}     |
+    And the call "c3" fails with "weather service down"
+    And the model calls "delete_file" with {"path": "/tmp/b.txt"} as "c4"
+    And the model answers "Done."
+    And hook "ask" at "pre_tool_call" returns {"kind": "ask_user", "prompt": "Delete it?"} for tool "delete_file"
+    And the approver answers "approved, denied"
+    When the user sends "Clean up my files"
+    Then the journal records these tool calls:
+      | call_id | name        | args                   | risk | approval |
+      | c1      | weather     | {"city": "Charleston"} | low  |          |
+      | c2      | delete_file | {"path": "/tmp/a.txt"} | high | approved |
+      | c3      | weather     | {"city": "Boston"}     | low  |          |
+      | c4      | delete_file | {"path": "/tmp/b.txt"} | high | denied   |
+
+  @JOURNAL-005
+  Scenario Outline: Each turn is finished with its final status, whatever way it ended
+    Given <setup>
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then each turn is finished in the journal with the status its run ended with
+
+    Examples:
+      | ending        | setup                                 |
+      | answered      | a tool "forecast"                     |
+      | cancelled     | the turn is cancelled at model call 1 |
+      | out of budget | max_iterations is 1                   |
+      | model error   | the model fails with status 500       |
+
+  @JOURNAL-005
+  Scenario Outline: An interrupted or exhausted turn is finished with the status 000 names
+    Given <setup>
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then the turn of message 1 is finished in the journal with status "<status>"
+
+    Examples:
+      | setup                                 | status           |
+      | the turn is cancelled at model call 1 | interrupted      |
+      | max_iterations is 1                   | budget_exhausted |

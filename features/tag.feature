@@ -1,0 +1,129 @@
+@commonagent
+Feature: Tags (001, "Tags" and "Where tags come from")
+  A tag is a key:value label. Key: lower-case letters, digits, _ and -. Value: letters of either
+  case, digits, _, - and . ; exactly one ':'; no spaces.
+
+    | tag                 | valid? |
+    | `area:household`    | yes    |
+    | `client:acme`       | yes    |
+    | `project:Site-v2.1` | yes    |
+    | `Area:x`            | no: upper case in the key |
+    | `area:has space`    | no: space |
+    | `a:b:c`             | no: two colons |
+    | `area`              | no: no value |
+
+  A turn's tags are the profile's tags plus the session's own tags, sorted, without duplicates;
+  a message that starts a new session can bring extra tags. Tags carry no meaning in the loop:
+  CommonAgent copies them onto every turn (TurnInfo.tags of every hook and tool call).
+  A kernel refuses an invalid tag when it is configured: the adapter reports the rejection
+  naming the tags field.
+
+  Background:
+    Given a tool "weather"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+
+  @TAG-001
+  Scenario Outline: Valid tags are accepted and used unchanged
+    Given the <where> with the tags "area:household, client:acme, project:Site-v2.1"
+    When the user sends "Do I need an umbrella?"
+    Then the kernel accepted the tags
+    And the tags "area:household, client:acme, project:Site-v2.1" reach every hook dispatch unchanged
+
+    Examples:
+      | where                 |
+      | profile is configured |
+      | session is created    |
+
+  @TAG-002
+  Scenario Outline: A tag whose key is not lower-case letters, digits, _ and - is refused
+    Given the <where> with the tags "<tag>"
+    When the user sends "Do I need an umbrella?"
+    Then the kernel rejected the scenario naming "tag"
+
+    Examples:
+      | where                     | tag        |
+      | profile is configured     | Area:x     |
+      | session is created        | Area:x     |
+      | profile is configured     | ar.ea:x    |
+      | session is created        | area/x:y   |
+
+  @TAG-003
+  Scenario Outline: A tag whose value holds other characters than letters, digits, _, - and . is refused
+    Given the <where> with the tags "<tag>"
+    When the user sends "Do I need an umbrella?"
+    Then the kernel rejected the scenario naming "tag"
+
+    Examples:
+      | where                     | tag            |
+      | profile is configured     | client:acme/eu |
+      | session is created        | client:acme@eu |
+      | session is created        | project:v2+1   |
+
+  @TAG-004
+  Scenario Outline: A tag without exactly one colon is refused
+    Given the <where> with the tags "<tag>"
+    When the user sends "Do I need an umbrella?"
+    Then the kernel rejected the scenario naming "tag"
+
+    Examples:
+      | where                     | tag   |
+      | profile is configured     | a:b:c |
+      | session is created        | a:b:c |
+      | profile is configured     | area  |
+      | session is created        | area  |
+
+  @TAG-005
+  Scenario Outline: A tag containing a space is refused
+    Given the <where> with the tags "<tag>"
+    When the user sends "Do I need an umbrella?"
+    Then the kernel rejected the scenario naming "tag"
+
+    Examples:
+      | where                     | tag            |
+      | profile is configured     | area:has space |
+      | session is created        | area:has space |
+
+  @TAG-006
+  Scenario: The resolved tags are copied onto every hook and tool call of every turn
+    Given the profile is configured with the tags "team:core, area:work"
+    And the session is created with the tags "project:site"
+    And the model calls "weather" with {"city": "Boston"} as "c2"
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "And in Boston?" in session "s1"
+    When the kernel runs
+    Then every hook and tool call of a session's turns carries one and the same tags
+
+  @TAG-007
+  Scenario: Tags carry no meaning in the loop
+    Given the profile is configured with the tags "area:work"
+    And the session is created with the tags "client:acme"
+    When the user sends "Do I need an umbrella?"
+    Then running it again with the profile tags "area:household, team:core" and the session tags "project:site" makes the same model requests and tool calls
+
+  @TAG-008
+  Scenario Outline: A turn's tags are the profile's and the session's, sorted, without duplicates
+    Given the profile is configured with the tags "<profile tags>"
+    And the session is created with the tags "<session tags>"
+    When the user sends "Do I need an umbrella?"
+    Then every hook and tool call of the run carries exactly the tags "<turn tags>"
+
+    Examples:
+      | profile tags         | session tags            | turn tags                          |
+      | area:work, team:core | project:site, area:work | area:work, project:site, team:core |
+      | team:core, area:work | area:work, client:acme  | area:work, client:acme, team:core  |
+      | zone:b, zone:a       |                         | zone:a, zone:b                     |
+
+  @TAG-009
+  Scenario: Extra tags of the message that starts a new session become that session's tags
+    Given the profile is configured with the tags "area:work"
+    And the session is created with no tags
+    And the model answers "Boston is dry."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1" brings the tags "client:acme"
+    And the user message "And in Boston?" in session "s2"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then the hooks of the session of message 1 carry exactly the tags "area:work, client:acme"
+    And the hooks of the session of message 2 carry exactly the tags "area:work"

@@ -1,0 +1,259 @@
+@commonagent
+Feature: The turn loop, step by step (000, CommonAgent)
+  A turn starts with one user message and ends with a reply or a stop. It takes the session lock
+  (one turn per session at a time; a second message to the same session waits), loads the
+  session's messages oldest first and stores the new user message, builds the system prompt
+  (its stable tier is the profile's prompt), fires on_session_start if the session is new and
+  pre_llm_call once per turn (context it returns goes in front of the user message, for the
+  model only, and is never stored), then loops: pre_api_request → model call → post_api_request
+  (on failure api_request_error, then transform_api_error_classification), stores the assistant
+  message, and either runs the tool calls and loops again or, with no tool calls, runs
+  transform_llm_output and post_llm_call and finishes. At the end the final status is stored and
+  on_session_end fires, at the end of every turn.
+
+  @TURN-001
+  Scenario: A turn with a tool call ends with the model's final text as its reply
+    Given a tool "lookup" returning "looked up {args}"
+    And the model calls "lookup" with {"q": "x"} as "c1"
+    And the model answers "the answer"
+    When the user sends "question"
+    Then the run ends with status "completed"
+    And the reply is "the answer"
+
+  @TURN-018
+  Scenario: The model asks for a tool, the kernel runs it and calls the model again with its result
+    Given a tool "lookup" returning "looked up {args}"
+    And the model calls "lookup" with {"q": "x"} as "c1"
+    And the model answers "done"
+    When the kernel runs
+    Then tool "c1" ran
+    And model request 2 has the tool result "c1" with content "looked up {"q":"x"}"
+
+  @TURN-002
+  Scenario: A second message to the same session waits until the first turn has finished
+    Given a tool "probe" returning "probed"
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1" sent concurrently
+    And the model calls in one response:
+      | id | name  | args       |
+      | a1 | probe | {"n": 1}   |
+      | a2 | probe | {"n": 2}   |
+    And the model answers "one done"
+    And the model answers "two done"
+    And calls finish in the order "a1, a2"
+    When the kernel runs
+    Then the turns of the messages did not overlap
+    And message 1 ends with status "completed"
+    And message 2 ends with status "completed"
+
+  # Turns of *different* sessions are not checked: 000 says one turn per session at a time and
+  # leaves open whether turns of different sessions may overlap (docs/spec-gaps.md), so a kernel
+  # with one lock for all sessions is not wrong by the seed.
+
+  @TURN-003
+  Scenario: A later turn sends the session's earlier messages oldest first, then the new message
+    Given the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the user message "third" in session "s1"
+    And the model answers "one"
+    And the model answers "two"
+    And the model answers "three"
+    When the kernel runs
+    Then the conversation in model request 3 is:
+      | user: first       |
+      | assistant: one    |
+      | user: second      |
+      | assistant: two    |
+      | user: third       |
+
+  @TURN-004
+  Scenario: The user message is stored first and is in the model request
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model answers "done"
+    When the user sends "store me"
+    Then the stored messages of message 1 start with the user message "store me"
+    And model request 1 ends with the user message "store me"
+
+  @TURN-004
+  Scenario: The user message is stored before the model call, even when that call fails
+    Given the model fails with status 500
+    When the user sends "keep me"
+    Then the user message "keep me" is stored
+    And the stored messages of message 1 start with the user message "keep me"
+
+  @TURN-005
+  Scenario: Every model request carries the stable tier of the system prompt
+    Given the system prompt is "You are Zeta, the careful tester."
+    And a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model calls "lookup" with {} as "c2"
+    And the model answers "done"
+    When the kernel runs
+    Then every model request carries the system prompt "You are Zeta, the careful tester." ahead of the conversation
+
+  @TURN-005
+  Scenario: The stable tier is in the requests of a later turn of the session too
+    Given the system prompt is "You are Zeta, the careful tester."
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model answers "one"
+    And the model answers "two"
+    When the kernel runs
+    Then every model request carries the system prompt "You are Zeta, the careful tester." ahead of the conversation
+
+  @TURN-009
+  Scenario: on_session_start fires in the first turn of a new session only
+    Given the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model answers "one"
+    And the model answers "two"
+    When the kernel runs
+    Then "on_session_start" was dispatched 1 time in the turn of message 1
+    And "on_session_start" was dispatched 0 times in the turn of message 2
+
+  @TURN-009
+  Scenario: Each new session gets its own on_session_start
+    Given the user message "first" in session "s1"
+    And the user message "other" in session "s2"
+    And the model answers "one"
+    And the model answers "two"
+    When the kernel runs
+    Then "on_session_start" was dispatched 1 time in the turn of message 1
+    And "on_session_start" was dispatched 1 time in the turn of message 2
+
+  @TURN-010
+  Scenario: pre_llm_call fires once per turn, before the first model call, however many calls follow
+    Given a tool "lookup"
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model calls "lookup" with {} as "c1"
+    And the model calls "lookup" with {} as "c2"
+    And the model answers "one"
+    And the model answers "two"
+    When the kernel runs
+    Then "pre_llm_call" was dispatched 1 time in the turn of message 1
+    And "pre_llm_call" was dispatched 1 time in the turn of message 2
+    And in the turn of message 1, "pre_llm_call" fires before the first model call
+    And in the turn of message 2, "pre_llm_call" fires before the first model call
+
+  @TURN-011
+  Scenario: Context from pre_llm_call reaches the model in front of the user message
+    Given the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And hook "ctx" at "pre_llm_call" returns {"kind": "context", "text": "CTX-FRONT-42"} on occurrence 1
+    And the model answers "one"
+    And the model answers "two"
+    When the kernel runs
+    Then in model request 2, "CTX-FRONT-42" comes after the history and in front of the user message "second"
+
+  @TURN-012
+  Scenario: Context from pre_llm_call is never stored and later turns do not see it
+    Given the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And hook "ctx" at "pre_llm_call" returns {"kind": "context", "text": "CTX-SECRET-7"} on occurrence 0
+    And the model answers "one"
+    And the model answers "two"
+    When the kernel runs
+    Then no stored message contains "CTX-SECRET-7"
+    And model request 2 does not contain "CTX-SECRET-7"
+
+  @TURN-013
+  Scenario: pre_api_request and post_api_request surround every model call
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model calls "lookup" with {} as "c2"
+    And the model answers "done"
+    When the kernel runs
+    Then the model was called 3 times
+    And every model call comes between a pre_api_request and a post_api_request
+    And "pre_api_request" was dispatched 3 times
+    And "post_api_request" was dispatched 3 times
+
+  @TURN-014
+  Scenario: A failing model call fires api_request_error, then transform_api_error_classification, and no post_api_request
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model fails with status 503
+    When the kernel runs
+    Then the failed model call is followed by api_request_error, then transform_api_error_classification, and no post_api_request
+
+  @TURN-015
+  Scenario: Every assistant message is stored, those asking for tools included
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model calls in one response:
+      | id | name   | args |
+      | c2 | lookup |      |
+      | c3 | lookup |      |
+    And the model answers "all done"
+    When the kernel runs
+    Then the assistant messages stored for message 1 are:
+      | assistant: calls c1     |
+      | assistant: calls c2, c3 |
+      | assistant: all done     |
+
+  @TURN-016
+  Scenario: An answer without tool calls runs transform_llm_output, then post_llm_call, and ends the turn
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model answers "done"
+    And the model answers "never asked for"
+    When the kernel runs
+    Then the model was called 2 times
+    And "transform_llm_output" was dispatched 1 time
+    And "post_llm_call" was dispatched 1 time
+    And the hook points of model turn 2 include, in order:
+      | pre_api_request      |
+      | post_api_request     |
+      | transform_llm_output |
+      | post_llm_call        |
+
+  @TURN-017
+  Scenario: The reply is the final text as transform_llm_output left it, and post_llm_call sees that text
+    Given hook "tx" at "transform_llm_output" returns {"kind": "replace", "payload": {"text": "TRANSFORMED"}}
+    And the model answers "original"
+    When the kernel runs
+    Then the reply is "TRANSFORMED"
+    And the "post_llm_call" payload has "text" equal to "TRANSFORMED"
+
+  @TURN-019
+  Scenario: on_session_start and pre_llm_call fire, in that order, before the first pre_api_request
+    Given the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model answers "one"
+    And the model answers "two"
+    When the kernel runs
+    Then in the turn of message 1, the points first fire in the order:
+      | on_session_start |
+      | pre_llm_call     |
+      | pre_api_request  |
+    And in the turn of message 2, the points first fire in the order:
+      | pre_llm_call    |
+      | pre_api_request |
+
+  @TURN-020
+  Scenario: on_session_end ends every turn of a session, after its status is stored
+    Given the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model answers "one"
+    And the model answers "two"
+    When the kernel runs
+    Then on_session_end is the last hook of the turn of message 1 and carries its stored status
+    And on_session_end is the last hook of the turn of message 2 and carries its stored status
+
+  @TURN-020
+  Scenario: on_session_end ends a turn whose model call failed
+    Given the model fails with status 500
+    When the kernel runs
+    Then on_session_end is the last hook of the turn of message 1 and carries its stored status
+
+  @TURN-020
+  Scenario: on_session_end ends a turn that ran out of iterations
+    Given a tool "lookup"
+    And max_iterations is 1
+    And the model calls "lookup" with {} as "c1"
+    When the kernel runs
+    Then on_session_end is the last hook of the turn of message 1 and carries its stored status

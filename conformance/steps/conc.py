@@ -1,0 +1,207 @@
+"""Steps for the CONC features (003 "Turn-level tool-call concurrency"): overlap of calls from the
+tool_start/tool_end seq numbers, helper rendezvous that may fail, the plan handed to plan-ready.
+
+Why helper rendezvous: the harness's tools never yield to the event loop on their own, so two
+calls a broken kernel runs "concurrently" could still log start/end/start/end and look sequential.
+Pairing each call under test with a *helper* call of a distinct key (``calls "w1" and "p1" may
+meet``) makes it wait, inside the tool, until its helper has started. A kernel that overlaps
+equal-key calls is then caught whatever order it starts them in. The helpers' meeting is not what
+such a scenario checks, so ``When the kernel runs, helper calls need not meet`` tolerates a
+helper that never came, after a short wait (a kernel that runs everything one at a time loses
+0.1 s per call there, and is judged on the overlap alone).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from pytest_bdd import given, parsers, then, when
+
+from conformance.adapter import RunResult
+from conformance.doubles import HarnessDoubles
+from conformance.expect import AdapterError, ConformanceFailure, HarnessError, Unsupported, expect_order, show
+from conformance.runner import ScenarioRun, hang_diagnostic, run_scenario
+from conformance.scenario import Scenario
+from conformance.steps.common import ScenarioContext, split_ids
+
+_QUOTED = r'"([^"]*)"'
+
+
+# ========================================================================== shared helpers
+
+
+def soft_groups(akc: ScenarioContext) -> list[list[str]]:
+    """The rendezvous groups of this scenario whose failure to meet is tolerated."""
+    groups: list[list[str]] = akc.__dict__.setdefault("_conc_soft_groups", [])
+    return groups
+
+
+#: How long a tolerated wait lasts. A helper that does not come in time (a kernel that runs
+#: everything one at a time, or a very slow machine) only makes the check less sharp, never
+#: wrong, so the wait can be short: a sequential kernel must not pay the default 2 s per call.
+SOFT_WAIT_S = 0.1
+
+
+async def _run_with(adapter: Any, scenario: Scenario, doubles: HarnessDoubles) -> ScenarioRun:
+    return await run_scenario(adapter, scenario, doubles=doubles)
+
+
+def _run_with_short_waits(akc: ScenarioContext) -> ScenarioRun:
+    """PortalRunner.run, with doubles whose rendezvous and finish-order waits are SOFT_WAIT_S."""
+    runner = akc.runner
+    scenario = akc.final_scenario()
+    cap = getattr(runner, "timeout_cap_s", None)
+    if cap is not None and scenario.timeout_s > cap:
+        scenario = scenario.model_copy(update={"timeout_s": cap})
+    doubles = HarnessDoubles(scenario, rendezvous_timeout_s=SOFT_WAIT_S)
+    limit = scenario.timeout_s + getattr(runner, "grace_s", 3.0)
+    try:
+        return runner.call(_run_with, akc.adapter, scenario, doubles, timeout=limit)
+    except TimeoutError:
+        abandon = getattr(runner, "_abandon", None)
+        if abandon is not None:
+            abandon()
+        run = ScenarioRun(scenario=scenario, timed_out=True, doubles=doubles, log=doubles.log.events)
+        run.diagnostic = hang_diagnostic(scenario, doubles, limit) + " (the kernel blocked the event loop)"
+        return run
+
+
+def run_tolerant(akc: ScenarioContext, *, all_soft: bool = False) -> RunResult:
+    """Like ``ScenarioContext.run`` but a soft rendezvous that did not meet, or (``all_soft``)
+    any rendezvous or finish-order wait that timed out, is not a failure: the scenario checks
+    something else (overlap, result order) and the waits only make the tools yield. When every
+    wait of the scenario is tolerated, the waits are short (SOFT_WAIT_S)."""
+    soft = [sorted(g) for g in soft_groups(akc)]
+    soft_finish = all_soft or akc.__dict__.get("_conc_soft_finish", False)
+    only_soft = all_soft or (
+        all(sorted(g) in soft for g in akc.scenario.rendezvous) and (soft_finish or not akc.scenario.finish_order)
+    )
+    akc.last = _run_with_short_waits(akc) if only_soft else akc.runner.run(akc.adapter, akc.final_scenario())
+    run = akc.last
+    if run.unsupported:
+        raise Unsupported(run.unsupported)
+    if run.error:
+        raise AdapterError(run.error)
+    if run.timed_out:
+        raise ConformanceFailure(run.diagnostic or "the kernel hung", raw=True)
+    for e in akc.events("rendezvous_timeout"):
+        if all_soft or sorted(e["group"]) in soft:
+            continue
+        others = " and ".join(e["missing"])
+        raise ConformanceFailure(f"calls {e['call_id']} and {others} did not run concurrently", raw=True)
+    if not soft_finish:
+        for e in akc.events("finish_order_timeout"):
+            raise ConformanceFailure(
+                f"call {e['call_id']} waited for {e['waited_for']} to finish first, in vain", raw=True
+            )
+    assert run.result is not None
+    return run.result
+
+
+def call_spans(akc: ScenarioContext) -> dict[str, tuple[int, int | None]]:
+    """call id → (seq of its tool_start, seq of its tool_end or None)."""
+    spans: dict[str, tuple[int, int | None]] = {}
+    for e in akc.events("tool_start", "tool_end"):
+        cid = e["call_id"]
+        if e["kind"] == "tool_start":
+            spans.setdefault(cid, (e["seq"], None))
+        elif cid in spans and spans[cid][1] is None:
+            spans[cid] = (spans[cid][0], e["seq"])
+    return spans
+
+
+def overlaps(akc: ScenarioContext, ids: Iterable[str]) -> list[tuple[str, str]]:
+    """Pairs of these calls that were in flight at the same time (seq numbers of start/end).
+    Raises a ConformanceFailure naming a call that did not run or did not end."""
+    spans = call_spans(akc)
+    ids = list(ids)
+    for cid in ids:
+        if cid not in spans:
+            raise ConformanceFailure(f"tool call {cid}", "it ran", f"tool starts: {show(sorted(spans))}")
+        if spans[cid][1] is None:
+            raise ConformanceFailure(f"tool call {cid}", "it ended", "no tool_end in the log")
+    out = []
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            (sa, ea), (sb, eb) = spans[a], spans[b]
+            assert ea is not None and eb is not None
+            if sa < eb and sb < ea:
+                out.append((a, b))
+    return out
+
+
+def expect_no_overlap(akc: ScenarioContext, ids: Iterable[str], why: str = "") -> None:
+    """Fail naming the first pair of these calls that overlapped."""
+    ids = list(ids)
+    bad = overlaps(akc, ids)
+    if bad:
+        a, b = bad[0]
+        spans = call_spans(akc)
+        raise ConformanceFailure(
+            f"calls {a} and {b}{why}",
+            "one after the other (the second starts after the first ended)",
+            f"both in flight: {a} ran from seq {spans[a][0]} to {spans[a][1]}, {b} from seq {spans[b][0]} to {spans[b][1]}",
+        )
+
+
+def plan_call_ids(akc: ScenarioContext, k: int) -> list[str]:
+    """The call ids of the plan items handed to plan-ready in model turn k (1-based)."""
+    turns = akc.model_turns()
+    if not 1 <= k <= len(turns):
+        raise ConformanceFailure(f"model turn {k}", f"at least {k} model turns", f"{len(turns)}")
+    plans = [e["payload"] for e in turns[k - 1] if e["point"] == "plan-ready"]
+    if not plans:
+        raise ConformanceFailure(f"plan-ready in model turn {k}", "dispatched once", "not dispatched")
+    payload = plans[0]
+    items = payload.get("items") if isinstance(payload, dict) else None
+    if not isinstance(items, list):
+        raise ConformanceFailure(f"the plan-ready payload of model turn {k}", '{"items": [...]}', show(payload))
+    return [str(i.get("call_id")) for i in items if isinstance(i, dict)]
+
+
+# ========================================================================== Given
+
+
+@given(parsers.re(r'calls "(?P<a>[^"]+)" and "(?P<b>[^"]+)" may meet$'))
+def conc_given_soft_rendezvous(akc: ScenarioContext, a: str, b: str) -> None:
+    """Call a waits (inside the tool) until helper call b has started; not meeting is tolerated by
+    'When the kernel runs, helper calls need not meet'."""
+    akc.scenario.rendezvous.append([a, b])
+    soft_groups(akc).append([a, b])
+
+
+@given(parsers.re(r'calls may finish in the order "(?P<ids>[^"]+)"$'))
+def conc_given_soft_finish_order(akc: ScenarioContext, ids: str) -> None:
+    """Like 'calls finish in the order', but a call whose predecessor never ends in time goes on
+    (with 'When the kernel runs, helper calls need not meet'): the order only shuffles results."""
+    akc.scenario.finish_order = split_ids(ids)
+    akc.__dict__["_conc_soft_finish"] = True
+
+
+# ========================================================================== When
+
+
+@when("the kernel runs, helper calls need not meet")
+def conc_when_runs_tolerant(akc: ScenarioContext) -> None:
+    """Run the scenario; a 'may meet' rendezvous that timed out is not a failure."""
+    run_tolerant(akc)
+
+
+# ========================================================================== Then
+
+
+@then(parsers.re(r"calls (?P<ids>.+) never overlap$"))
+def conc_then_never_overlap(akc: ScenarioContext, ids: str) -> None:
+    """No two of these calls were in flight at once (tool_start/tool_end seq numbers)."""
+    group = re.findall(_QUOTED, ids)
+    if len(group) < 2:
+        raise HarnessError(f"overlap step: name at least two quoted call ids, got {ids!r}")
+    expect_no_overlap(akc, group)
+
+
+@then(parsers.re(r'the plan of model turn (?P<k>\d+) lists exactly the calls "(?P<ids>[^"]*)"$'))
+def conc_then_plan_items(akc: ScenarioContext, k: str, ids: str) -> None:
+    """The plan-ready payload of model turn k holds one item per listed call id, in this order."""
+    expect_order(f"plan items handed to plan-ready in model turn {k}", split_ids(ids), plan_call_ids(akc, int(k)))

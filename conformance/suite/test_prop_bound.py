@@ -1,0 +1,103 @@
+"""Properties of 003's independent bounds: with random settings of max_turns, max_cost_usd and
+max_wall_clock_s, and a model whose per-turn cost and clock advance are known, the first bound
+crossed fires in that turn with its own subtype (BOUND-006, 013-015; needs the capabilities
+max_cost_usd, max_wall_clock_s and injectable_clock: the harness clock advances a fixed step per
+model call), and whichever it is, exactly one tool-less final request with a synthetic instruction
+follows (BOUND-007; draws only the dimensions the adapter offers).
+
+The crossing turns of the set bounds are drawn distinct (which subtype wins when two bounds cross
+in the same turn is not said), and the cost and wall-clock limits sit half a step below a turn's
+total (equality is COST-004's business; for the wall clock it is not said).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from conformance.expect import ConformanceFailure, expect_equal, expect_order
+from conformance.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef, Usage
+from conformance.steps.bound import limit_path_problem
+
+SUBTYPE = {"turns": "error_max_turns", "cost": "error_max_budget_usd", "wall": "error_max_wall_clock"}
+CLOCK_STEP_S = 10  # harness clock advance per model call
+
+
+@st.composite
+def bound_settings(draw: Any) -> tuple[dict[str, int], int]:
+    """({bound: turn in which it is crossed}, USD per turn), crossing turns distinct."""
+    which = draw(st.lists(st.sampled_from(["turns", "cost", "wall"]), min_size=1, max_size=3, unique=True))
+    turns = draw(st.lists(st.integers(1, 4), min_size=len(which), max_size=len(which), unique=True))
+    return dict(zip(which, turns, strict=True)), draw(st.sampled_from([1, 2]))
+
+
+def build(ctx: Any, crossing: dict[str, int], usd: int) -> tuple[str, int, dict[str, Any]]:
+    """Bounds crossed in the drawn turns, k tool turns, then a plain answer where the final turn
+    is expected (a kernel that goes on ends with "success"). Returns (first bound, k, bounds)."""
+    first = min(crossing, key=lambda b: crossing[b])
+    k = crossing[first]
+    for i in range(1, k + 1):  # a tool per turn: no doom-loop detector can take these for a loop
+        ctx.add_tool(ToolDef(name=f"lookup{i}", concurrency=ConcurrencySpec(safe=True)))
+    bounds: dict[str, Any] = {}
+    if "turns" in crossing:
+        bounds["max_turns"] = crossing["turns"]
+    if "cost" in crossing:  # crossed in turn n: n*usd >= limit > (n-1)*usd
+        bounds["max_cost_usd"] = usd * crossing["cost"] - usd / 2
+    if "wall" in crossing:
+        bounds["max_wall_clock_s"] = CLOCK_STEP_S * crossing["wall"] - CLOCK_STEP_S // 2
+    ctx.merge(
+        {
+            "bounds": bounds,
+            "model": {"pricing": {"input_usd_per_mtok": 1000.0}},
+            "clock": {"advance_per_model_call": CLOCK_STEP_S},
+        }
+    )
+    usage = Usage(input_tokens=1000 * usd)
+    for i in range(1, k + 1):
+        ctx.add_response(
+            ModelResponse(tool_calls=[ScriptedToolCall(id=f"c{i}", name=f"lookup{i}", args={"q": i})], usage=usage)
+        )
+    ctx.add_response(ModelResponse(text="final answer", usage=usage))
+    return first, k, bounds
+
+
+# BOUND-014 and BOUND-015 bring the capabilities max_cost_usd and max_wall_clock_s (catalog).
+@requirement("BOUND-006", "BOUND-013", "BOUND-014", "BOUND-015", profile="kernel", capability="injectable_clock")
+@PROPERTY_SETTINGS
+@given(case=bound_settings())
+def test_prop_first_bound_crossed_fires(case: tuple[dict[str, int], int]) -> None:
+    """The first bound crossed stops the loop in that very turn and names itself in the subtype."""
+    crossing, usd = case
+    ctx = context("kernel", "the first bound crossed fires")
+    first, k, bounds = build(ctx, crossing, usd)
+    ctx.run()
+    where = f"(settings {bounds}, {usd} USD per turn, {CLOCK_STEP_S} s per model call)"
+    expect_order(
+        f"tool calls run before {first} fired {where}",
+        [f"c{i}" for i in range(1, k + 1)],
+        [e["call_id"] for e in ctx.tool_starts()],
+    )
+    expect_equal(f"subtype {where}", SUBTYPE[first], ctx.outcome().subtype)
+
+
+@requirement("BOUND-007", profile="kernel")
+@PROPERTY_SETTINGS
+@given(case=bound_settings())
+def test_prop_every_bound_takes_the_same_path(case: tuple[dict[str, int], int]) -> None:
+    """Whichever bound fires: exactly one more request, no tool specs, a synthetic instruction.
+    Only the dimensions the adapter offers are drawn (max_turns always; the wall clock needs the
+    harness clock)."""
+    crossing, usd = case
+    ctx = context("kernel", "every bound takes the same limit-reached path")
+    offered = set(ctx.info.capabilities)
+    needs = {"cost": {"max_cost_usd"}, "wall": {"max_wall_clock_s", "injectable_clock"}, "turns": set()}
+    crossing = {b: k for b, k in crossing.items() if needs[b] <= offered}
+    assume(crossing)
+    first, k, bounds = build(ctx, crossing, usd)
+    ctx.run()
+    problem = limit_path_problem(ctx, k)
+    if problem:
+        raise ConformanceFailure(f"the limit-reached path of {first} (settings {bounds}): {problem}", raw=True)

@@ -1,0 +1,327 @@
+@kernel
+Feature: Loop termination and bounds
+  003 gives every session three independent bound dimensions, checked at step 17 of every turn:
+  max_turns (MUST), max_cost_usd and max_wall_clock_s (SHOULD; capabilities max_cost_usd and
+  max_wall_clock_s). Any one of them reaching its limit fires on its own, and all three take the
+  same graceful path ("Limit-reached behavior"): the kernel does not raise; it runs exactly one more
+  turn whose request withholds every tool spec and carries a synthetic instruction (any wording)
+  telling the model the limit was reached; the session then ends with the subtype of the bound
+  that fired: error_max_turns, error_max_budget_usd or error_max_wall_clock. A soft mode (pause,
+  let the user continue) MAY be offered, but the default stays hard.
+
+  Readings (docs/spec-gaps.md): N = max_turns means N turns execute tools, then the final turn;
+  the wall clock is measured from the start of the session run, on the harness clock
+  (Scenario.clock) for kernels that accept one (capability injectable_clock). The model scripts
+  put a plain answer where the final turn is expected, so a kernel that does not fire, or fires a
+  turn late, ends with "success" instead. Every tool call has its own arguments, so the doom-loop
+  detector never fires here. Pricing is 1000 USD per million input tokens: 1000 tokens cost 1 USD.
+
+  @BOUND-002 @BOUND-003 @BOUND-006
+  Scenario: max_turns alone stops tool execution after the N-th turn
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 2
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model answers "final answer"
+    When the kernel runs
+    Then tool "c1" ran
+    And tool "c2" ran
+    And 2 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s
+  Scenario: max_turns fires while cost and wall clock are far from their limits
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_turns": 2, "max_cost_usd": 1000.0, "max_wall_clock_s": 100000},
+       "model": {"pricing": {"input_usd_per_mtok": 1000}},
+       "clock": {"advance_per_model_call": 1}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"text": "final answer", "usage": {"input_tokens": 1000}}]
+      """
+    When the kernel runs
+    Then 2 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  @BOUND-004 @BOUND-006
+  Scenario: max_cost_usd alone stops the loop once the session's cost reaches it
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_cost_usd": 2.5}, "model": {"pricing": {"input_usd_per_mtok": 1000}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c3", "name": "lookup", "args": {"q": 3}}], "usage": {"input_tokens": 1000}},
+       {"text": "final answer", "usage": {"input_tokens": 1000}}]
+      """
+    When the kernel runs
+    Then tool "c3" ran
+    And 3 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s
+  Scenario: max_cost_usd fires while turns and wall clock are far from their limits
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_turns": 50, "max_cost_usd": 1.5, "max_wall_clock_s": 100000},
+       "model": {"pricing": {"input_usd_per_mtok": 1000}},
+       "clock": {"advance_per_model_call": 1}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"text": "final answer", "usage": {"input_tokens": 1000}}]
+      """
+    When the kernel runs
+    Then 2 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  # The harness clock advances 10 s per model call: 20 s after turn 2, 30 s after turn 3.
+  @BOUND-005 @BOUND-006 @cap_injectable_clock
+  Scenario: max_wall_clock_s alone stops the loop once the session run has lasted that long
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_wall_clock_s": 25}, "clock": {"advance_per_model_call": 10}}
+      """
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model calls "lookup" with {"q": 3} as "c3"
+    And the model answers "final answer"
+    When the kernel runs
+    Then tool "c3" ran
+    And 3 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @cap_injectable_clock
+  Scenario: max_wall_clock_s fires while turns and cost are far from their limits
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_turns": 50, "max_cost_usd": 1000.0, "max_wall_clock_s": 15},
+       "model": {"pricing": {"input_usd_per_mtok": 1000}},
+       "clock": {"advance_per_model_call": 10}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"text": "final answer", "usage": {"input_tokens": 1000}}]
+      """
+    When the kernel runs
+    Then 2 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  @BOUND-001
+  Scenario: The turn that reaches the bound still runs its tools and post-apply first
+    Given the tools:
+      | name   | kind        | concurrency |
+      | lookup | data_source | safe        |
+      | write  | resource    |             |
+    And max_turns is 1
+    And the model calls in one response:
+      | id | name   | args              |
+      | c1 | lookup | {"q": 1}          |
+      | w1 | write  | {"path": "a.txt"} |
+    And the model answers "final answer"
+    When the kernel runs
+    Then tool "c1" ran
+    And tool "w1" ran
+    And the hook points of model turn 1 include, in order:
+      | pre-tool-call  |
+      | plan-ready     |
+      | post-tool-call |
+      | post-apply     |
+
+  @BOUND-008
+  Scenario: A fired bound ends the session with a status, not an exception
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model answers "final answer"
+    When the kernel runs
+    Then the kernel did not raise
+    And the run reports an outcome
+
+  @BOUND-009
+  Scenario: After a bound fires, exactly one more model request is made
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model answers "final answer"
+    And the model answers "a second final answer nobody should ask for"
+    When the kernel runs
+    Then the model was called 2 times
+
+  @BOUND-010
+  Scenario: The limit-reached request withholds every tool spec
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model answers "final answer"
+    When the kernel runs
+    Then model request 1 has tool specs
+    And the last model request has no tool specs
+
+  @BOUND-011
+  Scenario: The limit-reached request carries a synthetic instruction that was not in the history
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model answers "final answer"
+    When the kernel runs
+    Then a model request after the first carries a synthetic instruction that is not in the history
+
+  # Every scripted response asks for a tool: whichever turn the kernel takes as the final one,
+  # the calls in its answer must not run, and the session must end there.
+  @BOUND-012
+  Scenario: Tool calls in the limit-reached answer are not executed and the session ends
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "late"
+    And the model calls "lookup" with {"q": 3} as "later"
+    And the model calls "lookup" with {"q": 4} as "latest"
+    When the kernel runs
+    Then no tool call in the answer to the last model request ran
+    And the model script was not exhausted
+
+  # More tool calls are scripted than the bound allows: whichever turn the kernel fires in, the
+  # subtype is what is checked here.
+  @BOUND-013
+  Scenario: A session ended by max_turns reports error_max_turns
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model calls "lookup" with {"q": 3} as "c3"
+    And the model answers "final answer"
+    When the kernel runs
+    Then the run ends with subtype "error_max_turns"
+  @BOUND-014
+  Scenario: A session ended by max_cost_usd reports error_max_budget_usd
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_cost_usd": 1.5, "max_turns": 50}, "model": {"pricing": {"input_usd_per_mtok": 1000}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c3", "name": "lookup", "args": {"q": 3}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c4", "name": "lookup", "args": {"q": 4}}], "usage": {"input_tokens": 1000}},
+       {"text": "final answer", "usage": {"input_tokens": 1000}}]
+      """
+    When the kernel runs
+    Then the run ends with subtype "error_max_budget_usd"
+  @BOUND-015 @cap_injectable_clock
+  Scenario: A session ended by max_wall_clock_s reports error_max_wall_clock
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_wall_clock_s": 15, "max_turns": 50}, "clock": {"advance_per_model_call": 10}}
+      """
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model calls "lookup" with {"q": 3} as "c3"
+    And the model calls "lookup" with {"q": 4} as "c4"
+    And the model answers "final answer"
+    When the kernel runs
+    Then the run ends with subtype "error_max_wall_clock"
+  @BOUND-007
+  Scenario: max_turns takes the limit-reached path
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 2
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model calls "lookup" with {"q": 3} as "late"
+    And the model answers "nobody should ask for this"
+    When the kernel runs
+    Then the session took the limit-reached path after model request 2
+
+  @BOUND-007 @cap_max_cost_usd
+  Scenario: max_cost_usd takes the same limit-reached path
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_cost_usd": 1.5}, "model": {"pricing": {"input_usd_per_mtok": 1000}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "late", "name": "lookup", "args": {"q": 3}}], "usage": {"input_tokens": 1000}},
+       {"text": "nobody should ask for this", "usage": {"input_tokens": 1000}}]
+      """
+    When the kernel runs
+    Then the session took the limit-reached path after model request 2
+
+  @BOUND-007 @cap_max_wall_clock_s @cap_injectable_clock
+  Scenario: max_wall_clock_s takes the same limit-reached path
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_wall_clock_s": 15}, "clock": {"advance_per_model_call": 10}}
+      """
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model calls "lookup" with {"q": 3} as "late"
+    And the model answers "nobody should ask for this"
+    When the kernel runs
+    Then the session took the limit-reached path after model request 2
+
+  @LOOP-017
+  Scenario: session-end is dispatched once, after the limit-reached turn
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model answers "final answer"
+    When the kernel runs
+    Then "session-end" was dispatched 1 time
+    And the hook points of model turn 2 include, in order:
+      | context-assemble    |
+      | pre-model-call      |
+      | post-model-response |
+      | session-end         |
+
+  @BOUND-016
+  Scenario: In soft mode the session pauses at the bound and a further message continues it
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_turns": 1, "soft": true}}
+      """
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model answers "paused here"
+    And the model answers "continued"
+    And the user message "hello"
+    And the user message "go on"
+    When the kernel runs
+    Then the kernel did not raise
+    And message 1 ends with a subtype that does not start with "error_max_"
+    And message 2 ends with subtype "success"
+    And the last model request holds the result of call "c1"
+
+  @BOUND-017
+  Scenario: Without asking for soft mode, a session still ends hard at the bound
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the model calls "lookup" with {"q": 1} as "c1"
+    And the model calls "lookup" with {"q": 2} as "c2"
+    And the model calls "lookup" with {"q": 3} as "c3"
+    And the model answers "final answer"
+    When the kernel runs
+    Then the run ends with a subtype that starts with "error_max_"

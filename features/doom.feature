@@ -1,0 +1,178 @@
+@kernel
+Feature: Doom-loop detection
+  003 makes catching a model stuck on a functionally identical call a kernel-owned subsystem (the
+  harness's model and tools do nothing to detect repetition). hash_of(call) = hash(tool_name,
+  canonicalize(input_json)); at step 16 of every turn the kernel compares the hashes of the most
+  recent `threshold` resource/data-source calls, and `threshold` consecutive identical hashes are a
+  bound-fired condition: the Limit-reached path (one more turn with tool specs withheld, then the
+  end), never a raw exception. The threshold defaults to a value in [3, 5] and is configurable.
+
+  What the seeds leave open, and these scenarios accept: the default threshold anywhere in [3, 5];
+  any canonical form (only key order and insignificant whitespace are required not to matter); the
+  status subtype, which is the adapter's declared AdapterInfo.doom_loop_subtype; whether an
+  interactive call between identical calls breaks a run (no scenario depends on it); the range a
+  configured threshold may take (the scenarios configure thresholds in [3, 5] only: 3 and 5 between
+  them catch a kernel that ignores the setting, whatever its default).
+
+  Where the detector should fire at an exact turn, the next scripted response is a plain answer,
+  so a kernel that does not fire (or fires a turn late) ends with "success" instead. Checks that
+  are not about the firing turn script more identical calls than the threshold needs.
+
+  @DOOM-001 @DOOM-004
+  Scenario Outline: With threshold <t> the detector fires at the <t>-th identical call
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is <t>
+    And the model calls "lookup" with {"q": "same"} <t> times
+    And the model answers "final answer"
+    When the kernel runs
+    Then <t> tool calls ran
+    And the run ends with a subtype other than "success"
+
+    Examples:
+      | t |
+      | 3 |
+      | 5 |
+
+  @DOOM-004
+  Scenario Outline: With threshold <t>, <n> identical calls do not fire the detector
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is <t>
+    And the model calls "lookup" with {"q": "same"} <n> times
+    And the model answers "done"
+    When the kernel runs
+    Then <n> tool calls ran
+    And the run ends with subtype "success"
+
+    Examples:
+      | t | n |
+      | 3 | 2 |
+      | 5 | 4 |
+
+  @DOOM-003
+  Scenario: With the default threshold, two identical calls never fire the detector
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the model calls "lookup" with {"q": "same"} 2 times
+    And the model answers "done"
+    When the kernel runs
+    Then the run ends with subtype "success"
+
+  @DOOM-003
+  Scenario: With the default threshold, the detector has fired by the fifth identical call
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the model calls "lookup" with {"q": "same"} 5 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then the run ends with a subtype other than "success"
+
+  @DOOM-005
+  Scenario: The turn holding the threshold-th identical call runs it and post-apply before the final turn
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model calls "lookup" with {"q": "same"} as "k" 3 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then tool "k_r2" ran
+    And the hook points of model turn 3 include, in order:
+      | pre-tool-call  |
+      | post-tool-call |
+      | post-apply     |
+
+  @DOOM-006
+  Scenario: Key order and whitespace of the arguments do not make calls different
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "k1", "name": "lookup", "raw_args": "{\"a\": 1, \"b\": [1, 2], \"c\": {\"x\": \"y\", \"z\": 0}}"}]},
+       {"tool_calls": [{"id": "k2", "name": "lookup", "raw_args": "{ \"c\" : {\"z\":0,\"x\":\"y\"},\n  \"b\" : [1,2], \"a\":1 }"}]},
+       {"tool_calls": [{"id": "k3", "name": "lookup", "raw_args": "{\"b\":[ 1 , 2 ],\"a\":1,\"c\":{ \"x\" : \"y\" , \"z\" : 0 }}"}]},
+       {"tool_calls": [{"id": "k4", "name": "lookup", "raw_args": "{\"c\":{\"x\":\"y\",\"z\":0},\"a\":1,\"b\":[1,2]}"}]},
+       {"tool_calls": [{"id": "k5", "name": "lookup", "raw_args": "{\n\"a\": 1,\n\"c\": {\"z\": 0, \"x\": \"y\"},\n\"b\": [1, 2]\n}"}]},
+       {"text": "final answer"}]
+      """
+    When the kernel runs
+    Then the run ends with a subtype other than "success"
+
+  @DOOM-007
+  Scenario: Other arguments between identical calls break the run
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model calls "lookup" with {"q": "same"} as "a1"
+    And the model calls "lookup" with {"q": "same"} as "a2"
+    And the model calls "lookup" with {"q": "other"} as "b1"
+    And the model calls "lookup" with {"q": "same"} as "a3"
+    And the model calls "lookup" with {"q": "same"} as "a4"
+    And the model answers "done"
+    When the kernel runs
+    Then 5 tool calls ran
+    And the run ends with subtype "success"
+
+  @DOOM-007
+  Scenario: Another tool with the same arguments between identical calls breaks the run
+    Given the tools:
+      | name   | kind        | concurrency |
+      | lookup | data_source | safe        |
+      | search | data_source | safe        |
+    And the doom-loop threshold is 3
+    And the model calls "lookup" with {"q": "same"} as "a1"
+    And the model calls "lookup" with {"q": "same"} as "a2"
+    And the model calls "search" with {"q": "same"} as "s1"
+    And the model calls "lookup" with {"q": "same"} as "a3"
+    And the model calls "lookup" with {"q": "same"} as "a4"
+    And the model answers "done"
+    When the kernel runs
+    Then 5 tool calls ran
+    And the run ends with subtype "success"
+
+  @DOOM-008
+  Scenario: Repeating the same interactive call never fires the detector
+    Given a tool "ask" of kind "interactive"
+    And the doom-loop threshold is 3
+    And the model calls "ask" with {"question": "same?"} 4 times
+    And the model answers "done"
+    When the kernel runs
+    Then 4 tool calls ran
+    And the run ends with subtype "success"
+
+  @DOOM-008
+  Scenario: Repeated resource calls are compared like data-source calls
+    Given a tool "write" of kind "resource"
+    And the doom-loop threshold is 3
+    And the model calls "write" with {"path": "a.txt"} 5 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then the run ends with a subtype other than "success"
+
+  # More identical calls are scripted than the threshold: the checks hold whichever turn fires.
+  @DOOM-009
+  Scenario: A fired detector takes the limit-reached path and reports the adapter's doom-loop subtype
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model calls "lookup" with {"q": "same"} 6 times
+    And the model answers "nobody should ask for this"
+    When the kernel runs
+    Then the session took the limit-reached path after its last turn that ran tools
+    And the run ends with the adapter's doom-loop subtype
+
+  @DOOM-010
+  Scenario: A fired detector ends the session with a status, not an exception
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model calls "lookup" with {"q": "same"} 3 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then the kernel did not raise
+    And the run reports an outcome
+
+  @LOOP-017
+  Scenario: session-end is dispatched once after the doom-loop final turn
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model calls "lookup" with {"q": "same"} 3 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then "session-end" was dispatched 1 time
+    And the hook points of model turn 4 include, in order:
+      | context-assemble    |
+      | post-model-response |
+      | session-end         |

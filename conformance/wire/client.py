@@ -1,0 +1,369 @@
+"""The harness side of the stdio wire protocol: an adapter object that drives a kernel process.
+
+``StdioAdapter`` implements the in-process adapter contract (``info`` and
+``async run(scenario, doubles)``), so the runner, the doubles and the verdicts are exactly those of
+an in-process kernel. One kernel process (:class:`~conformance.wire.connection.Connection`) serves
+the whole suite run: started lazily in the event loop that runs the scenarios, ``start``-ed once,
+and replaced after anything that leaves it in an unknown state (a crash, a hang, garbage on
+stdout, a wrong ``seq``). During a ``run`` every callback the kernel sends is served in its own
+task by the real doubles, so rendezvous-based concurrency checks work over the wire as in-process.
+
+The ``info`` is needed before any event loop runs (the CLI validates the adapter first), so
+loading the spec does a short synchronous probe: start the process in a helper thread, ``start``,
+``stop``. Its answer is cached per command line.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import threading
+from typing import Any
+
+import anyio
+
+from conformance.adapter import AdapterInfo, ModelCallError, RunResult, ToolFailed
+from conformance.doubles import HookRaised
+from conformance.expect import Unsupported, UsageError
+from conformance.scenario import Scenario
+from conformance.wire import validate
+from conformance.wire.connection import (
+    _LIVE_PIDS,
+    START_TIMEOUT_S,
+    AdapterErrored,
+    Connection,
+    WireError,
+    loop_token,
+)
+from conformance.wire.messages import INTERNAL_ERROR, METHOD_NOT_FOUND, MODEL_ERROR, REQUEST_CANCELLED, TOOL_FAILED
+
+__all__ = ["AdapterErrored", "StdioAdapter", "WireError", "load_stdio", "_LIVE_PIDS"]
+
+_INFO_CACHE: dict[tuple[str, ...], AdapterInfo] = {}
+
+
+class _Run:
+    """One scenario over the wire: serves callbacks until the ``run`` response arrives."""
+
+    def __init__(self, conn: Connection, seq: int, scenario: Scenario, doubles: Any) -> None:
+        self.conn = conn
+        self.seq = seq
+        self.scenario = scenario
+        self.doubles = doubles
+        self.spans: list[dict[str, Any]] = []
+        #: The kernel's pending requests → the scope serving them (``$/cancel`` cancels it).
+        self.serving: dict[Any, anyio.CancelScope] = {}
+        self.given_up: set[Any] = set()
+        #: Message objects already handed to the doubles, by a cheap content key (see _intern).
+        self._seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._previous: dict[Any, list[Any]] = {}
+        self._blocking = self._blocking_calls(scenario)
+
+    @staticmethod
+    def _blocking_calls(scenario: Scenario) -> set[int]:
+        """Model call indexes whose response blocks (a cancel point, ``block_until_cancelled``):
+        their chunks are written one by one; every other response in a single write."""
+        out: set[int] = set()
+        index = 0
+        for r in scenario.model.responses:
+            for _ in range(max(1, r.repeat)):
+                if r.block_until_cancelled:
+                    out.add(index)
+                index += 1
+        cancel = scenario.cancel
+        if cancel is not None and cancel.at == "model_call":
+            out.add(cancel.index)
+        return out
+
+    def _intern(self, request: dict[str, Any], turn: dict[str, Any]) -> None:
+        """Hand the doubles the *same* object for a history message they saw before (equal
+        content), as an in-process kernel does: their log then copies each message once, not
+        once per request (O(history) per model call instead of O(history²) per session).
+        Cheap path: the same position in the session's previous request; else a content key."""
+        messages = request.get("messages")
+        if not isinstance(messages, list):
+            return
+        session = turn.get("session_id") if isinstance(turn, dict) else None
+        prev = self._previous.get(session, ())
+        seen = self._seen
+        for i, m in enumerate(messages):
+            if type(m) is not dict:
+                continue
+            if i < len(prev) and prev[i] == m:
+                messages[i] = prev[i]
+                continue
+            calls = m.get("tool_calls")
+            first = calls[0].get("id") if isinstance(calls, list) and calls and isinstance(calls[0], dict) else None
+            key = (m.get("role"), m.get("text"), m.get("call_id"), first, len(m))
+            try:
+                old = seen.get(key)
+            except TypeError:  # an unhashable field value: leave it alone
+                continue
+            if old is None:
+                seen[key] = m
+            elif old == m:
+                messages[i] = old
+        self._previous[session] = messages
+
+    async def cancel_message(self, message: int) -> None:
+        """The canceller the doubles call at the cancel point: a ``cancel`` notification."""
+        await self.conn.send({"jsonrpc": "2.0", "method": "cancel", "params": {"seq": self.seq, "message": message}})
+
+    def _check_seq(self, msg: dict[str, Any]) -> None:
+        params = msg.get("params")
+        seq = params.get("seq") if isinstance(params, dict) else None
+        if seq != self.seq:
+            raise WireError(
+                f"wrong seq: the kernel's {msg.get('method')!r} carries seq {seq!r}, but the running "
+                f"scenario {self.scenario.name!r} is seq {self.seq} (line {self.conn.lines_read})"
+            )
+
+    async def go(self) -> dict[str, Any]:
+        conn = self.conn
+        for index in range(len(self.scenario.user_messages)):
+            self.doubles.register_canceller(index, lambda i=index: self.cancel_message(i))
+        rid = conn.new_id("run")
+        await conn.send(
+            {"jsonrpc": "2.0", "id": rid, "method": "run",
+             "params": {"seq": self.seq, "scenario": self.scenario.model_dump(mode="json")}}
+        )
+        during = f"scenario {self.scenario.name!r}"
+        async with anyio.create_task_group() as tg:
+            while True:
+                msg = await conn.receive(during)
+                method = msg.get("method")
+                if method is not None:
+                    self._check_seq(msg)
+                    if "id" in msg:
+                        scope = anyio.CancelScope()
+                        self.serving[msg["id"]] = scope
+                        tg.start_soon(self._serve, msg, scope)
+                    elif method == "span":
+                        span = msg["params"].get("span")
+                        if isinstance(span, dict):
+                            self.spans.append(span)
+                    elif method == "$/cancel":
+                        target = msg["params"].get("id")
+                        scope = self.serving.get(target)
+                        if scope is not None:
+                            self.given_up.add(target)
+                            scope.cancel()
+                    else:
+                        raise WireError(f"the kernel sent an unknown notification {method!r} (line {conn.lines_read})")
+                    continue
+                if msg.get("id") != rid:
+                    raise WireError(f"the kernel answered request id {msg.get('id')!r}, which the harness never sent (line {conn.lines_read})")
+                conn._ours.pop(rid, None)
+                tg.cancel_scope.cancel()  # callbacks still pending after the run ended are moot
+                return self._envelope(msg)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _envelope(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if "error" in msg:
+            err = msg.get("error") or {}
+            raise AdapterErrored(f"the adapter program answered run with error {err.get('code')}: {err.get('message')}")
+        env = msg.get("result")
+        if not isinstance(env, dict):
+            raise WireError("the answer to run has no result object")
+        if env.get("seq") != self.seq:
+            raise WireError(f"wrong seq: the answer to run carries seq {env.get('seq')!r}, expected {self.seq}")
+        return env
+
+    async def _serve(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
+        """Serve one callback with the real doubles and answer it."""
+        rid, method, params = msg["id"], msg["method"], msg.get("params") or {}
+        reply: dict[str, Any] | None = None
+        before: list[dict[str, Any]] = []
+        with scope:
+            reply = await self._call(method, params, rid, before)
+        self.serving.pop(rid, None)
+        if reply is None:
+            if rid not in self.given_up:
+                return  # cancelled because the run ended: nobody waits for this answer
+            reply = {"error": {"code": REQUEST_CANCELLED, "message": "request cancelled"}}
+        await self.conn.send_many([*before, {"jsonrpc": "2.0", "id": rid, **reply}], answers=method)
+
+    async def _call(self, method: str, p: dict[str, Any], rid: Any, before: list[dict[str, Any]]) -> dict[str, Any]:
+        """The response (``result`` or ``error``) to one callback; ``before`` gets the
+        notifications to write just before it."""
+        d = self.doubles
+        turn = p.get("turn") or {}
+        try:
+            if method == "model.complete":
+                return await self._model(p.get("request") or {}, turn, rid, before)
+            if method == "tool.invoke":
+                return {"result": await d.invoke_tool(p.get("call") or {}, turn)}
+            if method == "hook.dispatch":
+                try:
+                    out = await d.dispatch_hook(p.get("hook_id"), p.get("point"), p.get("payload"), turn)
+                except HookRaised as exc:
+                    out = {"kind": "raise", "message": str(exc)}
+                return {"result": out}
+            if method == "policy.precheck":
+                return {"result": await d.policy_precheck(p.get("call") or {}, turn)}
+            if method == "approver.ask":
+                return {"result": await d.ask_approver(p.get("request") or {}, turn)}
+        except ToolFailed as exc:
+            return {"error": {"code": TOOL_FAILED, "message": str(exc)}}
+        except Exception as exc:  # noqa: BLE001 - a double broke on what the kernel sent
+            return {"error": {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}}
+        return {"error": {"code": METHOD_NOT_FOUND, "message": f"unknown method {method!r}"}}
+
+    async def _model(
+        self, request: dict[str, Any], turn: dict[str, Any], rid: Any, before: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        self._intern(request, turn)
+        stream = self.doubles.model_stream(request, turn)
+        index = getattr(self.doubles, "model_calls", 0) - 1
+        one_by_one = index < 0 or index in self._blocking
+        chunks: list[dict[str, Any]] = []
+        try:
+            async for chunk in stream:
+                chunks.append(chunk)
+                note = {"jsonrpc": "2.0", "method": "model.chunk", "params": {"seq": self.seq, "request": rid, "chunk": chunk}}
+                if one_by_one:
+                    await self.conn.send(note)
+                else:
+                    before.append(note)
+        except ModelCallError as exc:
+            return {"error": {"code": MODEL_ERROR, "message": str(exc),
+                              "data": {"status": exc.status, "message": exc.message, "chunks": chunks}}}
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+        return {"result": {"chunks": chunks}}
+
+
+class StdioAdapter:
+    """An adapter whose kernel is a process speaking the stdio wire protocol."""
+
+    def __init__(self, command: list[str], info: AdapterInfo, *, validating: bool | None = None) -> None:
+        self.command = command
+        self.info = info
+        self.validating = validate.enabled() if validating is None else validating
+        self._conn: Connection | None = None
+        self._seq = 0
+
+    async def _connection(self) -> Connection:
+        conn = self._conn
+        if conn is not None and (conn.token != loop_token() or not conn.alive()):
+            if conn.token != loop_token():
+                conn.abandon()
+            else:
+                with anyio.CancelScope(shield=True):
+                    await conn.kill()
+            conn = self._conn = None
+        if conn is None:
+            conn = Connection(self.command, self.validating)
+            self._conn = conn
+            await conn.open()
+            try:
+                info = await conn.handshake()
+            except UsageError as exc:
+                raise WireError(str(exc)) from None
+            if info.profiles != self.info.profiles:
+                raise WireError(f"the restarted kernel claims profiles {info.profiles}, the first one claimed {self.info.profiles}")
+        return conn
+
+    async def run(self, scenario: Scenario, doubles: Any) -> RunResult | dict[str, Any]:
+        self._seq += 1
+        run: _Run | None = None
+        try:
+            conn = await self._connection()
+            run = _Run(conn, self._seq, scenario, doubles)
+            env = await run.go()
+        except BaseException:
+            # A crash, a hang (the runner's timeout cancelled us), garbage, a wrong seq: the
+            # process is in an unknown state. Kill it now; the next scenario starts a fresh one.
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                with anyio.CancelScope(shield=True):
+                    await conn.kill()
+            raise
+        status = env.get("status")
+        if status == "ok":
+            result = env.get("result")
+            if not isinstance(result, dict):
+                raise WireError("the run envelope has status ok but no result object")
+            if run.spans:
+                known = {s.get("span_id") for s in result.get("spans") or [] if isinstance(s, dict)}
+                result = dict(result, spans=list(result.get("spans") or []) + [s for s in run.spans if s.get("span_id") not in known])
+            return result
+        if status == "skipped":
+            raise Unsupported(str(env.get("reason") or "the adapter program skipped this scenario"))
+        if status == "errored":
+            err = env.get("error") or {}
+            context = err.get("context")
+            raise AdapterErrored(
+                f"{err.get('type', 'Error')}: {err.get('message', '')}" + (f"\n{context}" if context else "")
+            )
+        raise WireError(f"the run envelope has an unknown status {status!r}")
+
+    async def aclose(self) -> None:
+        """Send ``stop`` and wait for the process to exit (best effort)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with anyio.CancelScope(shield=True):
+                if conn.token == loop_token():
+                    await conn.stop()
+                else:
+                    conn.abandon()
+
+
+def _probe(command: list[str], validating: bool) -> AdapterInfo:
+    """Start the process, ``start``, ``stop``, in a helper thread with its own event loop (the
+    caller may be inside one)."""
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        conn = Connection(command, validating)
+        await conn.open()
+        try:
+            out["info"] = await conn.handshake()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await conn.stop()
+
+    def target() -> None:
+        try:
+            anyio.run(main)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=target, name="akc-stdio-probe", daemon=True)
+    thread.start()
+    thread.join(START_TIMEOUT_S + 10)
+    if "info" in out:
+        return out["info"]
+    where = f"'stdio:{shlex.join(command)}'"
+    exc = out.get("error")
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, UsageError):
+        raise exc
+    if isinstance(exc, TimeoutError):
+        raise UsageError(f"adapter {where}: the kernel did not answer start within {START_TIMEOUT_S:g} s")
+    if isinstance(exc, WireError):
+        raise UsageError(f"adapter {where}: {exc}")
+    raise UsageError(f"adapter {where}: the start handshake failed ({type(exc).__name__}: {exc})")
+
+
+def load_stdio(rest: str) -> StdioAdapter:
+    """``stdio:COMMAND ARGS…`` → a StdioAdapter (the ``stdio`` scheme's loader)."""
+    try:
+        command = shlex.split(rest)
+    except ValueError as exc:
+        raise UsageError(f"adapter 'stdio:{rest}': cannot parse the command line ({exc})") from None
+    if not command:
+        raise UsageError("adapter 'stdio:': no command after 'stdio:' (e.g. 'stdio:python -m reference_kernel.stdio')")
+    if command[0] in ("python", "python3"):
+        # Whatever 'python' is on PATH may not be this harness's interpreter.
+        command[0] = sys.executable
+    validating = validate.enabled()
+    key = (*command, str(validating))
+    info = _INFO_CACHE.get(key)
+    if info is None:
+        info = _INFO_CACHE[key] = _probe(command, validating)
+    return StdioAdapter(command, info, validating=validating)

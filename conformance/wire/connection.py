@@ -1,0 +1,338 @@
+"""One kernel process speaking the stdio wire protocol: start, line I/O, validation, death.
+
+A process is bound to the event loop that started it. A keeper task of that loop kills it when
+the loop shuts down (so no transport outlives its loop), and an ``atexit`` hook kills whatever is
+left when the harness exits. Stderr goes to a temporary file, read back for the tail shown when
+the process dies.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shlex
+import signal
+import tempfile
+from typing import Any
+
+import anyio
+import anyio.abc
+import sniffio
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+import conformance
+from conformance.adapter import AdapterInfo
+from conformance.expect import UsageError
+from conformance.wire import validate
+from conformance.wire.messages import PROTOCOL_VERSION
+
+#: Seconds a kernel process gets to answer ``start`` (it may have a runtime to boot).
+START_TIMEOUT_S = float(os.environ.get("AKC_STDIO_START_TIMEOUT", "20"))
+#: Longest line accepted from the kernel (a RunResult with a big journal is one line).
+MAX_LINE = 64 * 1024 * 1024
+STDERR_TAIL_LINES = 15
+GARBAGE_PREVIEW = 200
+
+#: ``AKC_WIRE_LOG=path``: append every line, both ways, to this file (``→`` harness to kernel,
+#: ``←`` kernel to harness) — for adapter authors debugging their side.
+_WIRE_LOG = os.environ.get("AKC_WIRE_LOG")
+
+_LIVE_PIDS: set[int] = set()
+_KEEPERS: set[Any] = set()
+
+
+class WireError(Exception):
+    """The kernel process broke the protocol or died: the scenario's verdict is ``error``."""
+
+
+class AdapterErrored(Exception):
+    """The adapter program answered ``run`` with ``errored``: verdict ``error``."""
+
+
+def _kill_leftovers() -> None:
+    """At interpreter exit: no kernel process outlives the harness."""
+    for pid in list(_LIVE_PIDS):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+atexit.register(_kill_leftovers)
+
+
+def _log_lines(arrow: str, data: bytes) -> None:
+    with open(_WIRE_LOG, "a", encoding="utf-8") as fh:  # type: ignore[arg-type]
+        for line in data.decode("utf-8", "replace").splitlines():
+            fh.write(f"{arrow} {line}\n")
+
+
+def loop_token() -> Any:
+    """Identifies the running event loop (a process object is bound to the loop that made it)."""
+    return anyio.lowlevel.current_token()
+
+
+def _dumps(msg: dict[str, Any]) -> bytes:
+    return (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+class Connection:
+    """One running kernel process and its stdin/stdout streams."""
+
+    def __init__(self, command: list[str], validating: bool) -> None:
+        self.command = command
+        self.validating = validating
+        self.process: anyio.abc.Process | None = None
+        self.stdout: BufferedByteReceiveStream | None = None
+        self.stderr_file: Any = None
+        self.token: Any = None
+        self.lines_read = 0
+        self._next_id = 0
+        self._write_lock = anyio.Lock()
+        #: ids of our own pending requests → method (to validate their responses).
+        self._ours: dict[int, str] = {}
+        self._released = anyio.Event()
+
+    # ----------------------------------------------------------------- process
+
+    async def open(self) -> None:
+        self.stderr_file = tempfile.TemporaryFile(prefix="akc-kernel-stderr-")
+        env = dict(os.environ, AKC_PROTOCOL=str(PROTOCOL_VERSION))
+        try:
+            self.process = await anyio.open_process(
+                self.command, stdin=-1, stdout=-1, stderr=self.stderr_file, env=env
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            self._close_stderr()
+            raise UsageError(f"adapter 'stdio:{shlex.join(self.command)}': cannot start {self.command[0]!r} ({exc.strerror})") from None
+        self.token = loop_token()
+        _LIVE_PIDS.add(self.process.pid)
+        self._spawn_keeper()
+        assert self.process.stdout is not None
+        self.stdout = BufferedByteReceiveStream(self.process.stdout)
+
+    def _spawn_keeper(self) -> None:
+        """A background task of the event loop itself that kills the process when the loop shuts
+        down (asyncio cancels leftover tasks, trio its system tasks): the process then never
+        outlives its loop, which would leave a transport to be closed on a closed loop."""
+        lib = sniffio.current_async_library()
+        if lib == "asyncio":
+            import asyncio
+
+            task = asyncio.get_running_loop().create_task(self._keep())
+            _KEEPERS.add(task)  # asyncio holds tasks weakly: a collected keeper would run its
+            task.add_done_callback(_KEEPERS.discard)  # finally inside whatever task runs the GC
+        elif lib == "trio":
+            import trio
+
+            trio.lowlevel.spawn_system_task(self._keep)
+
+    async def _keep(self) -> None:
+        try:
+            await self._released.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.close_gently()
+                except Exception:  # noqa: BLE001 - best effort at loop shutdown
+                    pass
+
+    def stderr_tail(self) -> str:
+        f = self.stderr_file
+        if f is None:
+            return ""
+        try:
+            f.flush()
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 8192))
+            text = f.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        return "\n".join(lines[-STDERR_TAIL_LINES:])
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    async def close_gently(self) -> None:
+        """End of the suite: close stdin (the kernel exits on EOF), give it a second, then kill."""
+        proc = self.process
+        if proc is not None and proc.returncode is None and proc.stdin is not None:
+            try:
+                await proc.stdin.aclose()
+            except Exception:  # noqa: BLE001 - it may be gone already
+                pass
+            with anyio.move_on_after(1):
+                await proc.wait()
+        await self.kill()
+
+    async def kill(self) -> None:
+        """Kill the process and release everything (call shielded)."""
+        self._released.set()
+        proc, self.process = self.process, None
+        if proc is not None:
+            _LIVE_PIDS.discard(proc.pid)
+            if proc.returncode is None:
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+            with anyio.move_on_after(2):
+                await proc.wait()
+            with anyio.move_on_after(1):
+                await proc.aclose()
+        self._close_stderr()
+
+    def abandon(self) -> None:
+        """The process belongs to another (finished) event loop: kill it by pid."""
+        proc, self.process = self.process, None
+        if proc is not None:
+            _LIVE_PIDS.discard(proc.pid)
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self._close_stderr()
+
+    def _close_stderr(self) -> None:
+        if self.stderr_file is not None:
+            try:
+                self.stderr_file.close()
+            except OSError:
+                pass
+            self.stderr_file = None
+
+    async def died(self, during: str) -> WireError:
+        """The error for a process that closed its stdout (it exited or crashed)."""
+        code = None
+        if self.process is not None:
+            with anyio.move_on_after(1):
+                code = await self.process.wait()
+        tail = self.stderr_tail()
+        how = f"exited with code {code}" if code is not None else "closed its stdout"
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                pass
+        return WireError(
+            f"the kernel process {how} during {during}"
+            + (f"; its stderr ends with:\n{tail}" if tail else " (its stderr is empty)")
+        )
+
+    # ----------------------------------------------------------------- messages
+
+    def new_id(self, method: str) -> int:
+        self._next_id += 1
+        self._ours[self._next_id] = method
+        return self._next_id
+
+    async def send(self, msg: dict[str, Any], answers: str | None = None) -> None:
+        await self.send_many([msg], answers)
+
+    async def send_many(self, msgs: list[dict[str, Any]], answers: str | None = None) -> None:
+        """Write messages in order, in one write (``answers``: the method the last one answers)."""
+        if self.validating:
+            for i, msg in enumerate(msgs):
+                try:
+                    validate.check_message(msg, "harness→kernel", answers if i == len(msgs) - 1 else None)
+                except validate.ProtocolViolation as exc:
+                    raise WireError(f"protocol violation: {exc}") from None
+        data = b"".join(_dumps(msg) for msg in msgs)
+        if _WIRE_LOG:
+            _log_lines("→", data)
+        proc = self.process
+        if proc is None or proc.stdin is None:
+            raise WireError("the kernel process is gone")
+        async with self._write_lock:
+            try:
+                await proc.stdin.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                raise await self.died("a write to its stdin") from None
+
+    async def receive(self, during: str) -> dict[str, Any]:
+        """The next message from the kernel's stdout; WireError on EOF or a line that is not
+        a JSON-RPC message."""
+        assert self.stdout is not None
+        try:
+            raw = await self.stdout.receive_until(b"\n", MAX_LINE)
+        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise await self.died(during) from None
+        except anyio.DelimiterNotFound:
+            raise WireError(f"the kernel wrote a line longer than {MAX_LINE} bytes on stdout (line {self.lines_read + 1})") from None
+        self.lines_read += 1
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        if _WIRE_LOG:
+            _log_lines("←", raw + b"\n")
+        try:
+            msg = json.loads(text)
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            preview = text if len(text) <= GARBAGE_PREVIEW else text[:GARBAGE_PREVIEW] + "…"
+            raise WireError(
+                f"the kernel wrote a line on stdout that is not a JSON-RPC 2.0 message "
+                f"(line {self.lines_read}): {preview!r}; logs belong on stderr"
+            )
+        if self.validating:
+            answers = None if "method" in msg else self._ours.get(msg.get("id"))  # type: ignore[arg-type]
+            try:
+                validate.check_message(msg, "kernel→harness", answers)
+            except validate.ProtocolViolation as exc:
+                raise WireError(f"protocol violation (line {self.lines_read}): {exc}") from None
+        return msg
+
+    async def request(self, method: str, params: dict[str, Any], during: str) -> dict[str, Any]:
+        """Send a request and return its response; only for use outside a run (no callbacks)."""
+        rid = self.new_id(method)
+        await self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        while True:
+            msg = await self.receive(during)
+            if "method" in msg:
+                raise WireError(f"the kernel sent {msg['method']!r} while answering {method!r} (line {self.lines_read})")
+            if msg.get("id") == rid:
+                self._ours.pop(rid, None)
+                return msg
+            raise WireError(f"the kernel answered request id {msg.get('id')!r}, expected {rid} (line {self.lines_read})")
+
+    async def handshake(self) -> AdapterInfo:
+        """``start``: check the protocol version and return the kernel's AdapterInfo."""
+        where = f"'stdio:{shlex.join(self.command)}'"
+        with anyio.fail_after(START_TIMEOUT_S):
+            resp = await self.request(
+                "start",
+                {"protocol": PROTOCOL_VERSION, "harness": {"name": "akc", "version": conformance.__version__}},
+                "the start handshake",
+            )
+        if "error" in resp:
+            err = resp.get("error") or {}
+            raise UsageError(
+                f"adapter {where}: the kernel refused protocol version {PROTOCOL_VERSION} at start "
+                f"({err.get('message', 'no message')}; it supports {json.dumps((err.get('data') or {}).get('supported', '?'))})"
+            )
+        result = resp.get("result")
+        if not isinstance(result, dict):
+            raise UsageError(f"adapter {where}: the answer to start has no result object")
+        version = result.get("protocol")
+        if version != PROTOCOL_VERSION:
+            raise UsageError(
+                f"adapter {where}: the kernel speaks protocol version {version!r}; this harness speaks version {PROTOCOL_VERSION}"
+            )
+        try:
+            return AdapterInfo.model_validate(result.get("info"))
+        except Exception as exc:  # pydantic ValidationError: one line
+            first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
+            loc = ".".join(str(p) for p in first.get("loc", ())) or "(root)"
+            raise UsageError(f"adapter {where}: the info in start's answer is invalid (info.{loc}: {first.get('msg')})") from None
+
+    async def stop(self) -> None:
+        with anyio.move_on_after(3):
+            try:
+                await self.request("stop", {}, "stop")
+            except WireError:
+                pass
+        if self.process is not None:
+            with anyio.move_on_after(3):  # let it exit on its own (it may flush or write a profile)
+                await self.process.wait()
+        await self.kill()

@@ -1,0 +1,329 @@
+"""The stdio wire protocol's messages (version 1), as pydantic models.
+
+They exist for two jobs: the JSON Schemas in ``schemas/protocol/`` are generated from them (so a
+kernel in another language validates against exactly what the harness accepts), and
+``--validate-protocol`` checks every message against those schemas. The client and the reference
+server build and read plain dicts on the hot path; ``docs/protocol.md`` is the prose version.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from conformance.adapter import AdapterInfo, RunResult, Span, TurnInfo
+from conformance.scenario import HookOutcome, Scenario
+
+PROTOCOL_VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+
+# JSON-RPC and protocol error codes (docs/protocol.md, "Error codes").
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+UNSUPPORTED_VERSION = -32001
+MODEL_ERROR = 1001
+TOOL_FAILED = 1002
+
+Id = int | str
+
+
+class _Strict(BaseModel):
+    """Top-level params and results: unknown keys are refused (they are usually typos)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Open(BaseModel):
+    """Shapes owned by the kernel's own vocabulary (requests, calls): extra keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# --------------------------------------------------------------------------- envelope
+
+
+class RpcError(_Strict):
+    code: int
+    message: str
+    data: Any = None
+
+
+class Request(_Strict):
+    jsonrpc: Literal["2.0"]
+    id: Id
+    method: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Notification(_Strict):
+    jsonrpc: Literal["2.0"]
+    method: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Response(_Strict):
+    jsonrpc: Literal["2.0"]
+    id: Id
+    result: Any
+
+
+class ErrorResponse(_Strict):
+    jsonrpc: Literal["2.0"]
+    id: Id | None
+    error: RpcError
+
+
+Envelope = Request | Notification | Response | ErrorResponse
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+class TextChunk(_Strict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolUseChunk(_Strict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    #: Raw argument text (may be invalid JSON on purpose).
+    input_json: str
+
+
+class UsageChunk(_Strict):
+    type: Literal["usage"]
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+
+
+Chunk = Annotated[TextChunk | ToolUseChunk | UsageChunk, Field(discriminator="type")]
+
+
+# --------------------------------------------------------------------------- harness → kernel
+
+
+class HarnessInfo(_Open):
+    name: str
+    version: str
+
+
+class StartParams(_Strict):
+    protocol: int
+    harness: HarnessInfo
+
+
+class StartResult(_Strict):
+    protocol: int
+    info: AdapterInfo
+
+
+class RunParams(_Strict):
+    seq: int
+    scenario: Scenario
+
+
+class RunOk(_Strict):
+    seq: int
+    status: Literal["ok"]
+    result: RunResult
+
+
+class ErrorInfo(_Strict):
+    type: str
+    message: str
+    #: Free text: a stack, the step the adapter was in.
+    context: str | None = None
+
+
+class RunErrored(_Strict):
+    seq: int
+    status: Literal["errored"]
+    error: ErrorInfo
+
+
+class RunSkipped(_Strict):
+    seq: int
+    status: Literal["skipped"]
+    reason: str
+
+
+RunEnvelope = Annotated[RunOk | RunErrored | RunSkipped, Field(discriminator="status")]
+
+
+class StopParams(_Strict):
+    pass
+
+
+class StopResult(_Strict):
+    pass
+
+
+class CancelParams(_Strict):
+    seq: int
+    #: The user message whose running turn must be cancelled.
+    message: int
+
+
+class ModelChunkParams(_Strict):
+    seq: int
+    #: The id of the kernel's pending ``model.complete`` request.
+    request: Id
+    chunk: Chunk
+
+
+# --------------------------------------------------------------------------- kernel → harness
+
+
+class ModelRequest(_Open):
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelCompleteParams(_Strict):
+    seq: int
+    request: ModelRequest
+    turn: TurnInfo
+
+
+class ModelCompleteResult(_Strict):
+    chunks: list[Chunk]
+
+
+class ModelErrorData(_Strict):
+    """``error.data`` of a scripted model API failure (code 1001)."""
+
+    status: int
+    message: str
+    chunks: list[Chunk] = Field(default_factory=list)
+
+
+class ToolCall(_Open):
+    id: str
+    name: str
+    args: Any = None
+
+
+class ToolInvokeParams(_Strict):
+    seq: int
+    call: ToolCall
+    turn: TurnInfo
+
+
+class ToolInvokeResult(_Strict):
+    content: str
+    is_error: bool
+
+
+class HookDispatchParams(_Strict):
+    seq: int
+    hook_id: str
+    point: str
+    payload: Any = None
+    turn: TurnInfo
+
+
+class PolicyPrecheckParams(_Strict):
+    seq: int
+    call: ToolCall
+    turn: TurnInfo
+
+
+class PolicyDecision(_Strict):
+    allow: bool
+    reason: str | None = None
+
+
+class ApprovalRequest(_Open):
+    call_id: str
+    name: str
+    args: Any = None
+    risk: str | None = None
+    prompt: str | None = None
+
+
+class ApproverAskParams(_Strict):
+    seq: int
+    request: ApprovalRequest
+    turn: TurnInfo
+
+
+class ApproverDecision(_Strict):
+    decision: Literal["approved", "denied", "timed_out"]
+
+
+class SpanParams(_Strict):
+    seq: int
+    span: Span
+
+
+class CancelRequestParams(_Strict):
+    """``$/cancel``: the kernel gave up its own pending request ``id``."""
+
+    seq: int
+    id: Id
+
+
+# --------------------------------------------------------------------------- the method table
+
+Direction = Literal["harness→kernel", "kernel→harness"]
+
+#: method → (direction of the request or notification, params model, result model or None for
+#: a notification).
+METHODS: dict[str, tuple[Direction, Any, Any]] = {
+    "start": ("harness→kernel", StartParams, StartResult),
+    "run": ("harness→kernel", RunParams, RunEnvelope),
+    "stop": ("harness→kernel", StopParams, StopResult),
+    "cancel": ("harness→kernel", CancelParams, None),
+    "model.chunk": ("harness→kernel", ModelChunkParams, None),
+    "model.complete": ("kernel→harness", ModelCompleteParams, ModelCompleteResult),
+    "tool.invoke": ("kernel→harness", ToolInvokeParams, ToolInvokeResult),
+    "hook.dispatch": ("kernel→harness", HookDispatchParams, HookOutcome),
+    "policy.precheck": ("kernel→harness", PolicyPrecheckParams, PolicyDecision),
+    "approver.ask": ("kernel→harness", ApproverAskParams, ApproverDecision),
+    "span": ("kernel→harness", SpanParams, None),
+    "$/cancel": ("kernel→harness", CancelRequestParams, None),
+}
+
+#: Error ``data`` shapes by error code.
+ERROR_DATA: dict[int, Any] = {MODEL_ERROR: ModelErrorData}
+
+
+class EnvelopeSchema(RootModel[Envelope]):
+    """Any message on the wire: request, notification, response or error response."""
+
+
+class RunEnvelopeSchema(RootModel[RunEnvelope]):
+    """The result of ``run``: ok (with the RunResult), errored or skipped."""
+
+
+class HookOutcomeSchema(RootModel[HookOutcome]):
+    """The result of ``hook.dispatch``: the outcome the kernel must honour."""
+
+
+_NAMED = {id(Envelope): EnvelopeSchema, id(RunEnvelope): RunEnvelopeSchema, id(HookOutcome): HookOutcomeSchema}
+
+
+def file_stem(method: str) -> str:
+    """The schema file stem of a method (``$/cancel`` → ``cancel-request``: no slash in names)."""
+    return "cancel-request" if method == "$/cancel" else method
+
+
+def schema_files() -> dict[str, Any]:
+    """``protocol/<file>`` → model, for :mod:`conformance.schemagen` (unions get a named root
+    model so that their schema has a readable title)."""
+    files: dict[str, Any] = {"protocol/envelope.schema.json": EnvelopeSchema}
+    for method, (_direction, params, result) in METHODS.items():
+        files[f"protocol/{file_stem(method)}.params.schema.json"] = params
+        if result is not None:
+            files[f"protocol/{file_stem(method)}.result.schema.json"] = _NAMED.get(id(result), result)
+    files["protocol/model.complete.error-data.schema.json"] = ModelErrorData
+    return files

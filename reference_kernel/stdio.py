@@ -1,0 +1,278 @@
+"""Serve the reference adapter over the stdio wire protocol: ``python -m reference_kernel.stdio``.
+
+This is the kernel side of ``docs/protocol.md`` and the proof that the protocol carries
+everything: ``akc run --adapter 'stdio:python -m reference_kernel.stdio'`` must give the same
+verdicts as the in-process adapter. The ReferenceAdapter runs unchanged; it is handed a Doubles
+proxy whose every method is a JSON-RPC request to the harness. One reader task dispatches what
+arrives: responses resolve pending calls by id, ``model.chunk`` feeds a pending model stream,
+``cancel`` calls the registered canceller at once (before any later response is dispatched, as
+the protocol requires).
+
+Stdout carries protocol lines only: ``sys.stdout`` is pointed at stderr so that a stray print
+cannot corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from conformance.adapter import ModelCallError, ToolFailed
+from conformance.scenario import Scenario
+from conformance.wire.messages import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MODEL_ERROR,
+    PROTOCOL_VERSION,
+    TOOL_FAILED,
+    UNSUPPORTED_VERSION,
+)
+from reference_kernel.adapter import ReferenceAdapter
+
+
+class _Pending:
+    """One request of ours awaiting its response (and, for model calls, its chunks)."""
+
+    __slots__ = ("send", "receive")
+
+    def __init__(self) -> None:
+        # Unbounded: the reader never blocks on a slow consumer.
+        self.send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+
+
+class Server:
+    def __init__(self, out_fd: int, in_fd: int) -> None:
+        self._out = out_fd
+        self._in = in_fd
+        self._next_id = 0
+        self._pending: dict[int, _Pending] = {}
+        self._cancellers: dict[int, Callable[[], Awaitable[None] | None]] = {}
+        self._seq: int | None = None
+        self.adapter = ReferenceAdapter()
+
+    # ----------------------------------------------------------------- output
+
+    def write(self, msg: dict[str, Any]) -> None:
+        """One line, one write: synchronous, so concurrent senders never interleave."""
+        data = (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            n = os.write(self._out, view)
+            view = view[n:]
+
+    def respond(self, rid: Any, result: Any = None, error: dict[str, Any] | None = None) -> None:
+        if error is not None:
+            self.write({"jsonrpc": "2.0", "id": rid, "error": error})
+        else:
+            self.write({"jsonrpc": "2.0", "id": rid, "result": result})
+
+    # ----------------------------------------------------------------- calls to the harness
+
+    def call_start(self, method: str, params: dict[str, Any]) -> tuple[int, _Pending]:
+        self._next_id += 1
+        rid = self._next_id
+        pending = self._pending[rid] = _Pending()
+        self.write({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return rid, pending
+
+    def give_up(self, rid: int) -> None:
+        """Our call was cancelled by the kernel: tell the harness (``$/cancel``)."""
+        if self._pending.pop(rid, None) is not None:
+            self.write({"jsonrpc": "2.0", "method": "$/cancel", "params": {"seq": self._seq, "id": rid}})
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        rid, pending = self.call_start(method, params)
+        try:
+            msg = await pending.receive.receive()
+        except BaseException:
+            self.give_up(rid)
+            raise
+        self._pending.pop(rid, None)
+        return _result(msg)
+
+    # ----------------------------------------------------------------- input
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        os.set_blocking(self._in, False)
+        buffer = b""
+        while True:
+            await anyio.wait_readable(self._in)
+            try:
+                data = os.read(self._in, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not data:
+                return
+            buffer += data
+            *complete, buffer = buffer.split(b"\n")
+            for line in complete:
+                if line.strip():
+                    yield line
+
+    async def serve(self) -> None:
+        async with anyio.create_task_group() as tg:
+            async for line in self.lines():
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    print(f"reference_kernel.stdio: not JSON: {line[:200]!r}", file=sys.stderr)
+                    continue
+                method = msg.get("method")
+                if method is None:
+                    pending = self._pending.get(msg.get("id"))
+                    if pending is not None:
+                        pending.send.send_nowait(msg)
+                elif method == "model.chunk":
+                    pending = self._pending.get(msg["params"].get("request"))
+                    if pending is not None:
+                        pending.send.send_nowait(msg)
+                elif method == "cancel":
+                    canceller = self._cancellers.get(msg["params"].get("message"))
+                    if canceller is not None:
+                        result = canceller()
+                        if result is not None:
+                            await result
+                elif method == "start":
+                    self._start(msg)
+                elif method == "run":
+                    tg.start_soon(self._run, msg)
+                elif method == "stop":
+                    self.respond(msg.get("id"), {})
+                    tg.cancel_scope.cancel()
+                    return
+                elif "id" in msg:
+                    self.respond(msg["id"], error={"code": METHOD_NOT_FOUND, "message": f"unknown method {method!r}"})
+            tg.cancel_scope.cancel()  # EOF: the harness is gone
+
+    def _start(self, msg: dict[str, Any]) -> None:
+        version = (msg.get("params") or {}).get("protocol")
+        if version != PROTOCOL_VERSION:
+            self.respond(
+                msg.get("id"),
+                error={"code": UNSUPPORTED_VERSION, "message": f"unsupported protocol version {version!r}",
+                       "data": {"supported": [PROTOCOL_VERSION]}},
+            )
+            return
+        info = ReferenceAdapter.info.model_dump(mode="json")
+        self.respond(msg.get("id"), {"protocol": PROTOCOL_VERSION, "info": info})
+
+    async def _run(self, msg: dict[str, Any]) -> None:
+        rid, params = msg.get("id"), msg.get("params") or {}
+        seq = params.get("seq")
+        self._seq = seq
+        self._cancellers = {}
+        try:
+            scenario = Scenario.model_validate(params.get("scenario"))
+        except Exception as exc:  # noqa: BLE001
+            self.respond(rid, error={"code": INVALID_PARAMS, "message": f"invalid scenario: {exc}"})
+            return
+        try:
+            result = await self.adapter.run(scenario, WireDoubles(self, seq, scenario))
+            envelope: dict[str, Any] = {"seq": seq, "status": "ok", "result": result.model_dump(mode="json")}
+        except Exception as exc:  # noqa: BLE001 - the adapter broke: say so, with context
+            envelope = {
+                "seq": seq,
+                "status": "errored",
+                "error": {"type": type(exc).__name__, "message": str(exc), "context": traceback.format_exc(limit=8)},
+            }
+        self.respond(rid, envelope)
+
+
+def _result(msg: dict[str, Any]) -> Any:
+    """A response → its result, or the exception its error stands for."""
+    if "error" not in msg:
+        return msg.get("result")
+    err = msg["error"] or {}
+    code = err.get("code")
+    if code == MODEL_ERROR:
+        data = err.get("data") or {}
+        raise ModelCallError(int(data.get("status", 500)), str(data.get("message", err.get("message", ""))))
+    if code == TOOL_FAILED:
+        raise ToolFailed(str(err.get("message", "")))
+    raise RuntimeError(f"harness error {code}: {err.get('message')}")
+
+
+class WireDoubles:
+    """The Doubles protocol, each method a callback to the harness."""
+
+    def __init__(self, server: Server, seq: int, scenario: Scenario) -> None:
+        self.server = server
+        self.seq = seq
+        self.clock = scenario.clock
+        self.model_calls = 0
+
+    def model_stream(self, request: dict[str, Any], turn: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        # Sent now, as in-process the request is seen (and the clock advances) when it is made.
+        self.model_calls += 1
+        rid, pending = self.server.call_start("model.complete", {"seq": self.seq, "request": request, "turn": turn})
+        return self._stream(rid, pending)
+
+    async def _stream(self, rid: int, pending: _Pending) -> AsyncIterator[dict[str, Any]]:
+        done = False
+        try:
+            while True:
+                msg = await pending.receive.receive()
+                if msg.get("method") == "model.chunk":
+                    yield msg["params"]["chunk"]
+                    continue
+                done = True
+                self.server._pending.pop(rid, None)
+                _result(msg)  # raises ModelCallError for a scripted failure
+                return
+        finally:
+            if not done:
+                self.server.give_up(rid)
+
+    async def invoke_tool(self, call: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+        return await self.server.call("tool.invoke", {"seq": self.seq, "call": call, "turn": turn})
+
+    async def dispatch_hook(self, hook_id: str, point: str, payload: Any, turn: dict[str, Any]) -> dict[str, Any]:
+        return await self.server.call(
+            "hook.dispatch", {"seq": self.seq, "hook_id": hook_id, "point": point, "payload": payload, "turn": turn}
+        )
+
+    async def policy_precheck(self, call: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+        return await self.server.call("policy.precheck", {"seq": self.seq, "call": call, "turn": turn})
+
+    async def ask_approver(self, request: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+        return await self.server.call("approver.ask", {"seq": self.seq, "request": request, "turn": turn})
+
+    def now(self) -> float:
+        """docs/protocol.md, Clock: start + advance × model calls made so far."""
+        return self.clock.start + self.clock.advance_per_model_call * self.model_calls
+
+    def register_canceller(self, message: int, cancel: Callable[[], Awaitable[None] | None]) -> None:
+        self.server._cancellers[message] = cancel
+
+
+def _widen_pipe(fd: int) -> None:
+    """A 1 MiB pipe (Linux): a long session's model request is one line of hundreds of KB, and
+    with the default 64 KiB the writer stalls until the harness has read each piece."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError):
+        pass
+
+
+def main() -> None:
+    _widen_pipe(1)
+    out_fd = os.dup(1)
+    sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
+    server = Server(out_fd, sys.stdin.fileno())
+    try:
+        anyio.run(server.serve)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The proof of issue 7: the reference kernel served over the stdio wire protocol gets exactly
+the verdicts it gets in-process, requirement by requirement and check by check.
+
+Slow by nature (two full certification runs, about 25-40 s on a 2-core machine; the stdio run is
+the larger part): it runs in CI like every other test. ``AKC_SKIP_SLOW=1`` skips it locally.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.api import SuiteOptions, run_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(bool(os.environ.get("AKC_SKIP_SLOW")), reason="AKC_SKIP_SLOW is set")
+
+
+def _checks(report) -> dict[tuple[str, str, str], str]:
+    return {(r.id, c.feature, c.scenario): c.outcome for r in report.requirements for c in r.checks}
+
+
+def test_stdio_gives_the_same_verdicts_as_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    started = time.perf_counter()
+    local = run_suite(SuiteOptions(adapter="reference_kernel.adapter:factory"))
+    middle = time.perf_counter()
+    wire = run_suite(SuiteOptions(adapter=f"stdio:{sys.executable} -m reference_kernel.stdio"))
+    ended = time.perf_counter()
+    assert local.report is not None and wire.report is not None, wire.output[-2000:]
+    a, b = local.report.verdicts(), wire.report.verdicts()
+    assert set(a) == set(b)
+    differ = {req: (a[req], b[req]) for req in a if a[req] != b[req]}
+    assert not differ, f"in-process vs stdio verdicts differ: {differ}"
+    ca, cb = _checks(local.report), _checks(wire.report)
+    assert ca == cb
+    assert wire.exit_code == local.exit_code == 0
+    assert wire.report.kernel.name == local.report.kernel.name
+    print(f"in-process {middle - started:.1f} s, stdio {ended - middle:.1f} s")

@@ -1,0 +1,594 @@
+@kernel
+Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chains
+  A kernel runs a session as a loop of RunTurns. Every turn runs these steps in this order:
+  1 context-assemble {history, budget}; 2 pre-model-call {payload, tool_specs, params};
+  3-4 the model call, accumulated into one assistant message; 5 post-model-response (the
+  message); 6 no tool_use blocks: done check; 7 pre-tool-call for every block, in declaration
+  order; 8 split by kind; 9 data-source calls (policy precheck, then concurrently); 9b
+  interactive calls (precheck, then one at a time); 10-11 the plan of resource calls goes
+  through the plan-ready veto chain; 12 the approved items are applied; 13 post-tool-call for
+  every (call, result); 14 post-apply (the plan); 15 history ++ message ++ tool_results;
+  16-17 doom-loop and bounds checks; 18 loop to step 1 unless something fired.
+  session-start fires once before the first RunTurn of a session run, session-end once after
+  the loop exits, whichever way. Steps 1-2 and 5-7 are hook chains: hooks run in registration
+  order and each receives what the one before it returned.
+  The order in which post-tool-call is dispatched across calls is not fixed (step 13 takes the
+  union of the three result sets); these scenarios never depend on it.
+
+  # ------------------------------------------------------------------ steps 1 and 2
+
+  @LOOP-001
+  Scenario: Every turn begins with context-assemble, carrying the history and the budget
+    Given a tool "lookup" of kind "data_source"
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model calls "lookup" with {"q": "2"} as "b"
+    And the model answers "done"
+    When the kernel runs
+    Then every model turn starts with "context-assemble" carrying the history and the budget
+
+  @LOOP-002
+  Scenario: pre-model-call gets the context-assemble chain's replaced output, the tool specs and the params
+    Given a tool "lookup" of kind "data_source"
+    And a tool "write" of kind "resource"
+    And hook "trim" at "context-assemble" returns {"kind": "replace", "payload": {"history": [{"role": "user", "text": "rewritten by context-assemble"}], "budget": {"turns_used": 0}}}
+    And the model answers "done"
+    When the kernel runs
+    Then the pre-model-call payload of model turn 1 carries the context-assemble output, the tool specs and the params
+
+  @LOOP-002
+  Scenario: pre-model-call of a later turn gets that turn's context-assemble output
+    Given a tool "lookup" of kind "data_source"
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model answers "done"
+    When the kernel runs
+    Then the pre-model-call payload of model turn 1 carries the context-assemble output, the tool specs and the params
+    And the pre-model-call payload of model turn 2 carries the context-assemble output, the tool specs and the params
+
+  # ------------------------------------------------------------------ step 3
+
+  @LOOP-003
+  Scenario: The model is sent exactly the request a pre-model-call hook put in place
+    Given a tool "lookup" of kind "data_source"
+    And a tool "write" of kind "resource"
+    And hook "swap" at "pre-model-call" returns {"kind": "replace", "payload": {"payload": {"history": [{"role": "user", "text": "asked by pre-model-call"}], "budget": {}}, "tool_specs": [{"name": "lookup", "description": "only this one", "input_schema": {"type": "object"}}], "params": {"temperature": 0.25}}}
+    And the model answers "done"
+    When the kernel runs
+    Then model request 1 is the request the pre-model-call chain produced
+
+  @LOOP-003
+  Scenario: Without a replacement the model gets the request built from the pre-model-call payload
+    Given a tool "lookup" of kind "data_source"
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model answers "done"
+    When the kernel runs
+    Then model request 1 is the request the pre-model-call chain produced
+    And model request 2 is the request the pre-model-call chain produced
+
+  @LOOP-003
+  Scenario: A history replaced at context-assemble is what the model sees
+    Given hook "trim" at "context-assemble" returns {"kind": "replace", "payload": {"history": [{"role": "user", "text": "rewritten by context-assemble"}], "budget": {}}}
+    And the model answers "done"
+    When the kernel runs
+    Then model request 1 is the request the pre-model-call chain produced
+
+  # ------------------------------------------------------------------ steps 4 and 5
+
+  @LOOP-004
+  Scenario: post-model-response gets the whole streamed message once, after the stream ended
+    Given a tool "lookup" of kind "data_source"
+    And the model script:
+      """
+      [{"text": "let me look that up", "chunks": 4,
+        "tool_calls": [{"id": "a", "name": "lookup", "args": {"q": "x"}},
+                       {"id": "b", "name": "lookup", "args": {"q": "y", "n": 2}}]},
+       {"text": "all done now", "chunks": 3}]
+      """
+    When the kernel runs
+    Then "post-model-response" of model turn 1 carries the whole streamed message, after the stream ended and before any tool hook
+    And "post-model-response" of model turn 2 carries the whole streamed message, after the stream ended and before any tool hook
+    And "post-model-response" is dispatched once in every model turn
+
+  @LOOP-005
+  Scenario: The tool calls of a post-model-response replacement are the ones executed and kept
+    Given a tool "lookup" of kind "data_source"
+    And hook "edit" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "tool_calls": [{"id": "r1", "name": "lookup", "args": {"q": "replaced"}}]}} on occurrence 0
+    And the model calls "lookup" with {"q": "original"} as "a"
+    And the model answers "done"
+    When the kernel runs
+    Then call "r1" ran with {"q": "replaced"}
+    And tool "a" did not run
+    And model request 2 holds an assistant message calling "r1" and none calling "a"
+    And the tool results in model request 2 are in the order "r1"
+
+  @LOOP-005
+  Scenario: A final answer replaced at post-model-response is the one kept in the history
+    Given hook "edit" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "the replaced answer"}} on occurrence 0
+    And the user message "first question"
+    And the user message "second question" in session "s1"
+    And the model answers "the original answer"
+    And the model answers "second answer"
+    When the kernel runs
+    Then model request 2 holds an assistant message saying "the replaced answer" and none saying "the original answer"
+
+  @LOOP-005
+  Scenario: The message the post-model-response chain returns is its last hook's replacement
+    Given hook "first" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "from the first hook"}} on occurrence 0
+    And hook "second" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "from the second hook"}} on occurrence 0
+    And the user message "first question"
+    And the user message "second question" in session "s1"
+    And the model answers "from the model"
+    And the model answers "second answer"
+    When the kernel runs
+    Then model request 2 holds an assistant message saying "from the second hook" and none saying "from the model"
+    And model request 2 holds an assistant message saying "from the second hook" and none saying "from the first hook"
+
+  @LOOP-005
+  Scenario: A replacement without tool calls ends the loop even though the model asked for tools
+    Given a tool "lookup" of kind "data_source"
+    And hook "edit" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "no tools after all"}} on occurrence 0
+    And the model calls "lookup" with {"q": "original"} as "a"
+    And the model answers "should not be asked"
+    When the kernel runs
+    Then tool "a" did not run
+
+  # ------------------------------------------------------------------ step 6
+
+  @LOOP-006
+  Scenario: A turn without tool_use blocks dispatches no tool hook
+    Given a tool "lookup" of kind "data_source"
+    And a tool "write" of kind "resource"
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model answers "done"
+    When the kernel runs
+    Then no tool hook is dispatched in model turn 2
+
+  @LOOP-006
+  Scenario: A plain answer dispatches no tool hook at all
+    Given a tool "write" of kind "resource"
+    And the model answers "hi"
+    When the kernel runs
+    Then no tool hook is dispatched in model turn 1
+
+  # ------------------------------------------------------------------ step 7
+
+  @LOOP-007
+  Scenario: pre-tool-call runs for every block in declaration order before any tool starts
+    Given the tools:
+      | name  | kind        | concurrency |
+      | write | resource    |             |
+      | ask   | interactive |             |
+      | fetch | data_source | safe        |
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | i1 | ask   | {}         |
+      | d1 | fetch | {"q": "1"} |
+      | r2 | write | {"p": "2"} |
+      | d2 | fetch | {"q": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "pre-tool-call" of model turn 1 is dispatched for "r1, i1, d1, r2, d2" in this order, before any tool of the turn starts
+
+  @LOOP-007
+  Scenario: pre-tool-call for a single data-source call comes before it runs
+    Given a tool "fetch" of kind "data_source"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model calls "fetch" with {"q": "2"} as "d2"
+    And the model answers "done"
+    When the kernel runs
+    Then "pre-tool-call" of model turn 1 is dispatched for "d1" in this order, before any tool of the turn starts
+    And "pre-tool-call" of model turn 2 is dispatched for "d2" in this order, before any tool of the turn starts
+
+  # ------------------------------------------------------------------ steps 9 and 9b
+
+  @LOOP-008
+  Scenario: Data-source calls finish before the first interactive call starts, whatever the declaration order
+    Given the tools:
+      | name  | kind        | concurrency |
+      | ask   | interactive |             |
+      | fetch | data_source | safe        |
+    And the model calls in one response:
+      | id | name  | args       |
+      | i1 | ask   | {}         |
+      | d1 | fetch | {"q": "1"} |
+      | i2 | ask   | {"n": 2}   |
+      | d2 | fetch | {"q": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then every data-source call of model turn 1 ends before any interactive call of it starts
+
+  # ------------------------------------------------------------------ steps 10 to 12
+
+  @LOOP-009
+  Scenario: plan-ready sits between the data-source and interactive calls and the resource calls
+    Given the tools:
+      | name  | kind        |
+      | write | resource    |
+      | ask   | interactive |
+      | fetch | data_source |
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | i1 | ask   | {}         |
+      | d1 | fetch | {"q": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "plan-ready" of model turn 1 comes after every data-source and interactive call ended and before any resource call started
+
+  @LOOP-009
+  Scenario: plan-ready is dispatched even when the plan is empty
+    Given the tools:
+      | name  | kind        |
+      | ask   | interactive |
+      | fetch | data_source |
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model calls "ask" with {} as "i1"
+    And the model answers "done"
+    When the kernel runs
+    Then "plan-ready" is dispatched 1 time in model turn 1
+    And "plan-ready" is dispatched 1 time in model turn 2
+
+  @LOOP-009
+  Scenario: plan-ready is dispatched when every call of the turn was refused by the precheck
+    Given a tool "fetch" of kind "data_source"
+    And the policy denies "fetch" because "not today"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model answers "done"
+    When the kernel runs
+    Then "plan-ready" is dispatched 1 time in model turn 1
+
+  # ------------------------------------------------------------------ step 13
+
+  @LOOP-010
+  Scenario: post-tool-call comes once per call, with the call and its result, after every call ended
+    Given the tools:
+      | name  | kind        | result         |
+      | write | resource    | wrote {args}   |
+      | ask   | interactive | asked {args}   |
+      | fetch | data_source | fetched {args} |
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | i1 | ask   | {"n": 1}   |
+      | d1 | fetch | {"q": "1"} |
+      | d2 | fetch | {"q": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "post-tool-call" of model turn 1 is dispatched once per call, with the call and its result, after every call of the turn ended
+
+  @LOOP-010
+  Scenario: post-tool-call is dispatched for refused, vetoed and failing calls too
+    Given the tools:
+      | name  | kind        |
+      | write | resource    |
+      | fetch | data_source |
+    And the policy denies "d1" because "not allowed"
+    And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1"], "reason": "too risky"}
+    And the call "d2" fails with "disk on fire"
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | d1 | fetch | {"q": "1"} |
+      | d2 | fetch | {"q": "2"} |
+      | r2 | write | {"p": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "post-tool-call" of model turn 1 is dispatched once per call, with the call and its result, after every call of the turn ended
+
+  # ------------------------------------------------------------------ step 14
+
+  @LOOP-011
+  Scenario: post-apply comes after every post-tool-call, with the plan as the veto chain left it
+    Given the tools:
+      | name  | kind        |
+      | write | resource    |
+      | fetch | data_source |
+    And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r2"], "reason": "too risky"}
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | d1 | fetch | {"q": "1"} |
+      | r2 | write | {"p": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "post-apply" of model turn 1 comes after all its post-tool-call dispatches and carries the plan the veto chain left
+    And "post-apply" is dispatched 1 time in model turn 1
+
+  @LOOP-011
+  Scenario: post-apply carries a plan a plan-ready hook replaced
+    Given a tool "write" of kind "resource"
+    And hook "rewrite" at "plan-ready" returns {"kind": "replace", "payload": {"items": [{"call_id": "r1", "name": "write", "args": {"p": "1"}, "vetoed": false, "reason": null}]}}
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "post-apply" of model turn 1 comes after all its post-tool-call dispatches and carries the plan the veto chain left
+
+  @LOOP-011
+  Scenario: post-apply is dispatched once in every turn with tool calls, an empty plan included
+    Given a tool "fetch" of kind "data_source"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model calls "fetch" with {"q": "2"} as "d2"
+    And the model answers "done"
+    When the kernel runs
+    Then "post-apply" of model turn 1 comes after all its post-tool-call dispatches and carries the plan the veto chain left
+    And "post-apply" of model turn 2 comes after all its post-tool-call dispatches and carries the plan the veto chain left
+
+  # ------------------------------------------------------------------ step 15
+
+  @LOOP-012
+  Scenario: The next turn's history is the last one plus the assistant message and one result per call
+    Given the tools:
+      | name  | kind        |
+      | write | resource    |
+      | ask   | interactive |
+      | fetch | data_source |
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | i1 | ask   | {}         |
+      | d1 | fetch | {"q": "1"} |
+    And the model calls "fetch" with {"q": "2"} as "d2"
+    And the model answers "done"
+    When the kernel runs
+    Then the history at model turn 2 is that of model turn 1 plus its assistant message and one tool_result per call
+    And the history at model turn 3 is that of model turn 2 plus its assistant message and one tool_result per call
+    And model request 2 holds the assistant message of model turn 1 and one tool_result per call
+    And model request 3 holds the assistant message of model turn 2 and one tool_result per call
+
+  @LOOP-012
+  Scenario: Refused and vetoed calls still hand on one tool_result each
+    Given the tools:
+      | name  | kind        |
+      | write | resource    |
+      | fetch | data_source |
+    And the policy denies "d1" because "not allowed"
+    And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1"], "reason": "too risky"}
+    And the model calls in one response:
+      | id | name  | args       |
+      | d1 | fetch | {"q": "1"} |
+      | r1 | write | {"p": "1"} |
+      | d2 | fetch | {"q": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then the history at model turn 2 is that of model turn 1 plus its assistant message and one tool_result per call
+    And model request 2 holds the assistant message of model turn 1 and one tool_result per call
+
+  # ------------------------------------------------------------------ step 18
+
+  @LOOP-013
+  Scenario: Each turn with tool calls is followed by another turn, once its own hooks are over
+    Given a tool "fetch" of kind "data_source"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model calls "fetch" with {"q": "2"} as "d2"
+    And the model calls "fetch" with {"q": "3"} as "d3"
+    And the model answers "done"
+    When the kernel runs
+    Then every model turn with tool calls is followed by another model turn
+
+  @LOOP-013
+  Scenario: A turn whose calls were all vetoed or refused still leads to another turn
+    Given the tools:
+      | name  | kind        |
+      | write | resource    |
+      | fetch | data_source |
+    And the policy denies "fetch"
+    And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1"], "reason": "no"}
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | d1 | fetch | {"q": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then every model turn with tool calls is followed by another model turn
+
+  # ------------------------------------------------------------------ hook chains
+
+  @LOOP-014
+  Scenario Outline: Hooks at <point> run in registration order, each getting the previous one's output
+    Given a tool "lookup" of kind "data_source"
+    And hook "zeta" at "<point>" returns <replacement> on occurrence 0
+    And a hook "alpha" at "<point>"
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model answers "done"
+    When the kernel runs
+    Then the hooks at "<point>" run in the order "zeta, alpha" at every dispatch
+    And hook "alpha" at "<point>" received the replacement of hook "zeta"
+
+    Examples:
+      | point               | replacement                                                                                                                                                      |
+      | context-assemble    | {"kind": "replace", "payload": {"history": [{"role": "user", "text": "from zeta"}], "budget": {"turns_used": 0}}}                                                 |
+      | pre-model-call      | {"kind": "replace", "payload": {"payload": {"history": [{"role": "user", "text": "from zeta"}], "budget": {}}, "tool_specs": [], "params": {"temperature": 0.5}}} |
+      | post-model-response | {"kind": "replace", "payload": {"role": "assistant", "tool_calls": [{"id": "z1", "name": "lookup", "args": {"q": "zeta"}}]}}                                      |
+
+  @LOOP-014
+  Scenario: Two replacing hooks at post-model-response: the second gets the first one's message
+    Given hook "first" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "from the first hook"}}
+    And hook "second" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "from the second hook"}}
+    And the model answers "from the model"
+    When the kernel runs
+    Then hook "second" at "post-model-response" received the replacement of hook "first"
+
+  @LOOP-014
+  Scenario: Hooks at the tool points and the session points also run in registration order
+    Given a tool "write" of kind "resource"
+    And a hook "zeta" at "session-start"
+    And a hook "alpha" at "session-start"
+    And a hook "zeta2" at "pre-tool-call"
+    And a hook "alpha2" at "pre-tool-call"
+    And a hook "zeta3" at "plan-ready"
+    And a hook "alpha3" at "plan-ready"
+    And a hook "zeta4" at "post-tool-call"
+    And a hook "alpha4" at "post-tool-call"
+    And a hook "zeta5" at "session-end"
+    And a hook "alpha5" at "session-end"
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | r2 | write | {"p": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then the hooks at "session-start" run in the order "zeta, alpha" at every dispatch
+    And the hooks at "pre-tool-call" run in the order "zeta2, alpha2" at every dispatch
+    And the hooks at "plan-ready" run in the order "zeta3, alpha3" at every dispatch
+    And the hooks at "post-tool-call" run in the order "zeta4, alpha4" at every dispatch
+    And the hooks at "session-end" run in the order "zeta5, alpha5" at every dispatch
+
+  # ------------------------------------------------------------------ session-start
+
+  @LOOP-015
+  Scenario: session-start opens every session run, a second run of the same session included
+    Given a tool "fetch" of kind "data_source"
+    And the user message "first question"
+    And the user message "second question" in session "s1"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model answers "first answer"
+    And the model answers "second answer"
+    When the kernel runs
+    Then "session-start" opens each session run, before its first "context-assemble"
+
+  @LOOP-015
+  Scenario: session-start fires once in a session run ended by max_turns
+    Given a tool "fetch" of kind "data_source"
+    And max_turns is 2
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model calls "fetch" with {"q": "2"} as "d2"
+    And the model answers "final answer"
+    When the kernel runs
+    Then "session-start" is dispatched once, before the first "context-assemble"
+
+  @LOOP-015
+  Scenario: session-start fires once in a session run ended by the doom-loop detector
+    Given a tool "fetch" of kind "data_source"
+    And the doom-loop threshold is 3
+    And the model calls "fetch" with {"q": "same"} 3 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then "session-start" is dispatched once, before the first "context-assemble"
+
+  @LOOP-015
+  Scenario: session-start fires once in a cancelled session run
+    Given a tool "fetch" of kind "data_source"
+    And the turn is cancelled at hook "pre-tool-call"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model answers "done"
+    When the kernel runs
+    Then "session-start" is dispatched once, before the first "context-assemble"
+
+  @LOOP-015
+  Scenario: session-start fires once in a session run whose model call fails
+    Given a tool "fetch" of kind "data_source"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model fails with status 500
+    When the kernel runs
+    Then "session-start" is dispatched once, before the first "context-assemble"
+
+  @LOOP-015
+  Scenario: session-start fires once in a session run whose hook raises
+    Given a tool "fetch" of kind "data_source"
+    And hook "boom" at "post-tool-call" returns {"kind": "raise", "message": "hook broke"}
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model answers "done"
+    When the kernel runs
+    Then "session-start" is dispatched once, before the first "context-assemble"
+
+  # ------------------------------------------------------------------ session-end
+
+  @LOOP-020
+  Scenario: session-end closes a session run whose model call fails
+    Given a tool "fetch" of kind "data_source"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model fails with status 500
+    When the kernel runs
+    Then "session-end" closes each session run, after every other hook of it
+
+  @LOOP-020
+  Scenario: session-end closes a session run whose hook raises
+    Given a tool "fetch" of kind "data_source"
+    And hook "boom" at "post-tool-call" returns {"kind": "raise", "message": "hook broke"}
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model answers "done"
+    When the kernel runs
+    Then "session-end" closes each session run, after every other hook of it
+
+
+  @LOOP-016
+  Scenario: session-end closes a session run ended by done detection, after every other hook
+    Given a tool "fetch" of kind "data_source"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model answers "done"
+    When the kernel runs
+    Then "session-end" closes each session run, after every other hook of it
+
+  @LOOP-016
+  Scenario: session-end closes each of two session runs of one session
+    Given a tool "fetch" of kind "data_source"
+    And the user message "first question"
+    And the user message "second question" in session "s1"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model answers "first answer"
+    And the model answers "second answer"
+    When the kernel runs
+    Then "session-end" closes each session run, after every other hook of it
+
+  @LOOP-016
+  Scenario: session-end closes a session run ended by a terminal tool
+    Given a tool "finish" of kind "resource" that terminates the turn
+    And the model calls "finish" with {"summary": "ok"} as "f1"
+    And the model answers "never asked"
+    When the kernel runs
+    Then "session-end" closes each session run, after every other hook of it
+
+  @LOOP-017
+  Scenario: session-end fires once after the final tool-less turn of a max_turns limit
+    Given a tool "fetch" of kind "data_source"
+    And max_turns is 2
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model calls "fetch" with {"q": "2"} as "d2"
+    And the model answers "final answer"
+    When the kernel runs
+    Then "session-end" is dispatched once, after the final model turn
+
+  @LOOP-017
+  Scenario: session-end fires once after the final tool-less turn of a doom loop
+    Given a tool "fetch" of kind "data_source"
+    And the doom-loop threshold is 3
+    And the model calls "fetch" with {"q": "same"} 3 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then "session-end" is dispatched once, after the final model turn
+
+  @LOOP-018
+  Scenario Outline: session-end fires once when the session run is cancelled at <point>
+    Given the tools:
+      | name  | kind        |
+      | write | resource    |
+      | fetch | data_source |
+    And the turn is cancelled at hook "<point>" occurrence <occurrence>
+    And the model calls in one response:
+      | id | name  | args       |
+      | d1 | fetch | {"q": "1"} |
+      | r1 | write | {"p": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "session-end" is dispatched once, after the cancellation
+
+    Examples:
+      | point               | occurrence |
+      | pre-model-call      | 1          |
+      | pre-model-call      | 2          |
+      | post-model-response | 1          |
+      | pre-tool-call       | 2          |
+      | plan-ready          | 1          |
+      | post-tool-call      | 1          |
+      | post-apply          | 1          |
+
+  @LOOP-018
+  Scenario: session-end fires once when the session run is cancelled while a tool runs
+    Given a tool "fetch" of kind "data_source"
+    And the turn is cancelled when call "d1" starts
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model answers "done"
+    When the kernel runs
+    Then "session-end" is dispatched once, after the cancellation

@@ -1,0 +1,52 @@
+@kernel
+Feature: Instrumentation of the turn (003)
+  Every step of RunTurn and every hook dispatch nested in it is a mandatory instrumentation
+  point. A kernel MUST emit a span (or an equivalent trace event) for the whole turn, for the
+  model call (steps 3-4), for tool execution (steps 9, 9b and 12) and for the plan-ready veto
+  chain (step 11), so that a turn's execution can be rebuilt from its trace. The adapter reports
+  the spans with a kind: turn, model_call, tool, veto_chain (and hook, session, other). Whether
+  tool execution has one span per call or one per step is not fixed: the scenarios run one call
+  per step, so both count the same. Names, attributes and nesting are not fixed by the MUST;
+  the last scenario checks the advisory "rebuildable from the trace" reading.
+
+  Background: two turns with tools, a bound, then the final tool-less turn
+    Given the tools:
+      | name  | kind        |
+      | write | resource    |
+      | ask   | interactive |
+      | fetch | data_source |
+    And max_turns is 2
+    And the model calls in one response:
+      | id | name  | args       |
+      | d1 | fetch | {"q": "1"} |
+      | i1 | ask   | {}         |
+      | r1 | write | {"p": "1"} |
+    And the model calls "fetch" with {"q": "2"} as "d2"
+    And the model answers "final answer"
+
+  @SPAN-001
+  Scenario: Each RunTurn has a turn span, the final tool-less turn included
+    When the kernel runs
+    Then the trace has one "turn" span per model turn
+
+  @SPAN-002
+  Scenario: Each model call has a model_call span
+    When the kernel runs
+    Then the trace has one "model_call" span per model request
+
+  @SPAN-003
+  Scenario: Tool execution is traced in every step that runs tools
+    When the kernel runs
+    Then the trace has a "tool" span for every tool execution
+
+  @SPAN-004
+  Scenario: The veto chain is traced in every turn with tool calls, an empty plan included
+    When the kernel runs
+    Then the trace has one "veto_chain" span per model turn with tool calls
+
+  @SPAN-005
+  Scenario: The trace is one tree with the steps under their turn and every hook dispatch in it
+    When the kernel runs
+    Then every span's parent is a span of the trace
+    And every model_call, tool and veto_chain span lies under a turn span
+    And the trace has a "hook" span for every hook dispatch

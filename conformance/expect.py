@@ -61,6 +61,12 @@ class Unsupported(Exception):
     ``incomplete`` (it could not be tested), never ``pass`` nor ``fail``."""
 
 
+class Incomplete(Unsupported):
+    """Raised by a check whose precondition never happened in the run (a cancel point the kernel
+    never reached, say): the requirement could not be tested here — ``incomplete``. What the
+    kernel failed to do is judged by the requirements that demand it, not by this one."""
+
+
 # --------------------------------------------------------------------------- helpers
 
 

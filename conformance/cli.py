@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "conformance.cli_selftest",
     "conformance.cli_trace",
     "conformance.cli_model_server",
+    "conformance.cli_matrix",
 )
 
 _registered = False

@@ -1,0 +1,574 @@
+"""The in-worker half of the hermes-agent adapter: one scenario, one process, hermes imported.
+
+Only ``conformance.adapters.hermes`` (the front) starts this, inside the hermes virtualenv; the
+mapping and what hermes lacks are documented there. Hermes is synchronous: every
+``run_conversation`` runs in a worker thread, and hermes's threads (the agent's, its tool pool's,
+the loopback HTTP server's) reach the harness's doubles through one anyio ``BlockingPortal``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.from_thread import BlockingPortal
+
+from conformance.adapter import (
+    AdapterInfo,
+    Doubles,
+    JournalDump,
+    KernelRaised,
+    MessageRecord,
+    ModelCallError,
+    Outcome,
+    RunResult,
+    SessionRecord,
+    ToolCallRecord,
+    ToolFailed,
+    UsageEvent,
+)
+from conformance.adapters.hermes import ADAPTER_INFO, HERMES_POINTS
+from conformance.httpmodel.endpoint import from_chat_message, from_chat_request
+from conformance.scenario import Scenario
+
+JSON = dict[str, Any]
+_END = object()
+
+
+def _debug(text: str) -> None:
+    if os.environ.get("AKC_HERMES_DEBUG"):
+        print(f"hermes worker: {text}", file=sys.stderr, flush=True)
+
+
+class HookRaised(Exception):
+    """A scripted hook's ``raise`` outcome, raised from the hermes callback."""
+
+
+# --------------------------------------------------------------------------- loopback model
+
+
+def _delta_event(index: int, model: str, delta: JSON | None = None, finish: str | None = None, usage: JSON | None = None) -> bytes:
+    event: JSON = {"id": f"chatcmpl-{index}", "object": "chat.completion.chunk", "created": 0, "model": model}
+    event["choices"] = [] if usage is not None else [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
+    if usage is not None:
+        event["usage"] = usage
+    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
+
+
+def _openai_usage(chunk: JSON) -> JSON:
+    cached = int(chunk.get("cached_input_tokens") or 0)
+    prompt = int(chunk.get("input_tokens") or 0) + cached
+    out = int(chunk.get("output_tokens") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out,
+            "prompt_tokens_details": {"cached_tokens": cached}}
+
+
+def _error_body(status: int, message: str) -> JSON:
+    kind = "server_error" if status >= 500 else ("rate_limit_error" if status == 429 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "code": status, "param": None}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Chat completions → ``model.complete``; the chunks go back as OpenAI SSE deltas."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stalls
+    server: _ModelServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _json(self, status: int, body: JSON) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        route = self.path.split("?", 1)[0].rstrip("/")
+        if route.endswith("/v1/models"):
+            self._json(200, {"object": "list", "data": [{"id": self.server.model, "object": "model", "created": 0, "owned_by": "akc"}]})
+        else:
+            self._json(404, _error_body(404, f"no route GET {self.path}"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        route = self.path.split("?", 1)[0].rstrip("/")
+        if not route.endswith("/chat/completions"):
+            self._json(404, _error_body(404, f"no route POST {self.path}"))
+            return
+        label = route.split("/")[2] if route.startswith("/s/") else ""
+        try:
+            self._chat(label, body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _chat(self, label: str, body: JSON) -> None:
+        adapter = self.server.adapter
+        index = adapter.next_model_index()
+        chunks: queue.Queue[Any] = queue.Queue()
+        future = adapter.portal.start_task_soon(adapter.pump_model, from_chat_request(body), adapter.turn_for_label(label), chunks)
+        model = self.server.model
+        first = chunks.get()
+        if isinstance(first, ModelCallError):
+            self._json(first.status, _error_body(first.status, first.message))
+            return
+        stream = bool(body.get("stream"))
+        if not stream:
+            self._complete(first, chunks, index, model)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        tools = 0
+        usage: JSON | None = None
+        item = first
+        role_sent = False
+        try:
+            while True:
+                if item is _END:
+                    break
+                if isinstance(item, ModelCallError):
+                    self._chunk(f"data: {json.dumps(_error_body(item.status, item.message))}\n\n".encode())
+                    self._end()
+                    return
+                if item is not None:
+                    delta: JSON = {}
+                    if not role_sent:
+                        delta["role"] = "assistant"
+                        role_sent = True
+                    if item.get("type") == "text":
+                        delta["content"] = item.get("text", "")
+                        self._chunk(_delta_event(index, model, delta))
+                    elif item.get("type") == "tool_use":
+                        delta["tool_calls"] = [{"index": tools, "id": item.get("id"), "type": "function",
+                                                "function": {"name": item.get("name"), "arguments": item.get("input_json", "")}}]
+                        tools += 1
+                        self._chunk(_delta_event(index, model, delta))
+                    elif item.get("type") == "usage":
+                        usage = _openai_usage(item)
+                try:
+                    item = chunks.get(timeout=0.2)
+                except queue.Empty:
+                    item = None
+                    self._chunk(b": waiting\n\n")  # raises once the client has gone (interrupt)
+            self._chunk(_delta_event(index, model, {}, "tool_calls" if tools else "stop"))
+            if usage is not None:
+                self._chunk(_delta_event(index, model, usage=usage))
+            self._chunk(b"data: [DONE]\n\n")
+            self._end()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            future.cancel()  # the client went away: give the model call up ($/cancel)
+            self.close_connection = True
+
+    def _complete(self, first: Any, chunks: queue.Queue[Any], index: int, model: str) -> None:
+        items = [first]
+        while items[-1] is not _END and not isinstance(items[-1], ModelCallError):
+            items.append(chunks.get())
+        if isinstance(items[-1], ModelCallError):
+            err = items[-1]
+            self._json(err.status, _error_body(err.status, err.message))
+            return
+        text = "".join(c.get("text", "") for c in items[:-1] if c.get("type") == "text")
+        calls = [{"id": c.get("id"), "type": "function", "function": {"name": c.get("name"), "arguments": c.get("input_json", "")}}
+                 for c in items[:-1] if c.get("type") == "tool_use"]
+        usage = next((_openai_usage(c) for c in items[:-1] if c.get("type") == "usage"), None)
+        message: JSON = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = calls
+        self._json(200, {"id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0, "model": model,
+                         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+                         "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _end(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class _ModelServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, adapter: _Run, model: str) -> None:
+        self.adapter = adapter
+        self.model = model
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def _args_of(raw: Any) -> Any:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        return json.loads(raw) if raw else {}
+    except (TypeError, ValueError):
+        return raw
+
+
+class _Run:
+    """One scenario against hermes: the doubles reached from hermes's threads."""
+
+    def __init__(self, scenario: Scenario, doubles: Doubles, portal: BlockingPortal) -> None:
+        self.scenario = scenario
+        self.doubles = doubles
+        self.portal = portal
+        self.home = Path(os.environ["HERMES_HOME"])
+        self.agents: dict[str, Any] = {}  # session label → AIAgent
+        self.labels: dict[str, str] = {}  # hermes session id → label
+        self.history: dict[str, list[JSON]] = {}
+        self.create_lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._model_calls = 0
+        self.risk = {t.name: t.risk for t in scenario.tools}
+        self.tls = threading.local()
+        self.server = _ModelServer(self, scenario.model.name)
+        self.profile = "default"
+        try:
+            from hermes_cli.profiles import get_active_profile_name
+
+            self.profile = get_active_profile_name() or "default"
+        except Exception:  # noqa: BLE001
+            pass
+
+    def next_model_index(self) -> int:
+        with self._index_lock:
+            self._model_calls += 1
+            return self._model_calls - 1
+
+    # ---- TurnInfo (hermes: session id and turn id; no tags, no profile in the loop)
+
+    def turn(self, session_id: str | None, turn_id: str | None = None) -> JSON:
+        label = self.labels.get(session_id or "")
+        agent = self.agents.get(label) if label is not None else None
+        if turn_id is None and agent is not None:
+            turn_id = getattr(agent, "_current_turn_id", None)
+        return {"profile_id": self.profile, "session_id": session_id or "", "turn_id": turn_id or "",
+                "parent_turn_id": None, "tags": [], "depth": 0}
+
+    def turn_for_label(self, label: str) -> JSON:
+        agent = self.agents.get(label)
+        return self.turn(getattr(agent, "session_id", None) if agent is not None else None)
+
+    # ---- model
+
+    async def pump_model(self, request: JSON, turn: JSON, out: queue.Queue[Any]) -> None:
+        try:
+            async for chunk in self.doubles.model_stream(request, turn):
+                out.put(chunk)
+            out.put(_END)
+        except ModelCallError as exc:
+            out.put(exc)
+
+    # ---- tools
+
+    def register_tools(self) -> None:
+        from tools.registry import registry
+
+        for tool in self.scenario.tools:
+            registry.register(
+                name=tool.name,
+                toolset="akc",
+                schema={"name": tool.name, "description": tool.description, "parameters": tool.input_schema},
+                handler=self._tool_handler(tool.name),
+            )
+
+    def _tool_handler(self, name: str) -> Callable[..., str]:
+        def handler(args: JSON, **kwargs: Any) -> str:
+            from tools.approval import _approval_tool_call_id
+
+            call = {"id": _approval_tool_call_id.get() or "", "name": name, "args": args}
+            turn = self.turn(kwargs.get("session_id"))
+            try:
+                out = self.portal.call(self.doubles.invoke_tool, call, turn)
+            except ToolFailed as exc:
+                raise RuntimeError(str(exc)) from None
+            return str(out.get("content", ""))
+
+        return handler
+
+    # ---- hooks
+
+    def register_hooks(self) -> None:
+        from hermes_cli.plugins import PluginContext, PluginManifest, get_plugin_manager
+
+        ctx = PluginContext(PluginManifest(name="akc-conformance", source="akc"), get_plugin_manager())
+        for hook in self.scenario.hooks:
+            if hook.point in HERMES_POINTS:
+                ctx.register_hook(hook.point, self._hook_callback(hook.id, hook.point))
+
+    def _dispatch(self, hook_id: str, point: str, payload: Any, turn: JSON) -> JSON:
+        out = self.portal.call(self.doubles.dispatch_hook, hook_id, point, payload, turn)
+        if isinstance(out, dict) and out.get("kind") == "raise":
+            raise HookRaised(str(out.get("message", "hook failed")))
+        return out if isinstance(out, dict) else {"kind": "continue"}
+
+    def _hook_callback(self, hook_id: str, point: str) -> Callable[..., Any]:
+        convert = getattr(self, f"_payload_{point}")
+
+        def callback(**kw: Any) -> Any:
+            payload = convert(kw)
+            turn = self.turn(kw.get("session_id"), kw.get("turn_id"))
+            if point == "pre_tool_call":
+                self.tls.call = {"call_id": kw.get("tool_call_id", ""), "name": kw.get("tool_name"),
+                                 "args": kw.get("args"), "turn": turn}
+            out = self._dispatch(hook_id, point, payload, turn)
+            kind = out.get("kind", "continue")
+            if point == "pre_llm_call" and kind == "context":
+                return {"context": str(out.get("text", ""))}
+            if point in ("transform_llm_output", "transform_tool_result") and kind == "replace":
+                new = out.get("payload")
+                if isinstance(new, dict):
+                    new = new.get("text", new.get("result"))
+                return new if isinstance(new, str) else None
+            if point == "pre_tool_call" and kind == "block":
+                return {"action": "block", "message": str(out.get("reason", ""))}
+            if point == "pre_tool_call" and kind == "ask_user":
+                return {"action": "approve", "message": str(out.get("prompt", ""))}
+            return None  # continue, and outcomes hermes has no equivalent for (modify, ...)
+
+        callback.__name__ = f"akc_{hook_id}"
+        return callback
+
+    @staticmethod
+    def _payload_on_session_start(kw: JSON) -> JSON:
+        return {"session_id": kw.get("session_id")}
+
+    @staticmethod
+    def _payload_pre_llm_call(kw: JSON) -> JSON:
+        return {"session_id": kw.get("session_id"), "user_message": kw.get("user_message")}
+
+    @staticmethod
+    def _payload_pre_api_request(kw: JSON) -> JSON:
+        body = (kw.get("request") or {}).get("body") or {}
+        if not body.get("messages"):
+            body = {**body, "messages": kw.get("request_messages") or []}
+        return {"request": from_chat_request(body)}
+
+    @staticmethod
+    def _payload_post_api_request(kw: JSON) -> JSON:
+        msg = kw.get("assistant_message")
+        message: JSON = {"role": "assistant"}
+        text = getattr(msg, "content", None)
+        if text:
+            message["text"] = text
+        calls = []
+        for tc in getattr(msg, "tool_calls", None) or []:
+            fn = getattr(tc, "function", None)
+            calls.append({"id": getattr(tc, "id", None), "name": getattr(fn, "name", None),
+                          "args": _args_of(getattr(fn, "arguments", None))})
+        if calls:
+            message["tool_calls"] = calls
+        usage = kw.get("usage") or {}
+        return {"message": message, "usage": {
+            "input_tokens": usage.get("input_tokens", usage.get("prompt_tokens", 0)),
+            "output_tokens": usage.get("output_tokens", usage.get("completion_tokens", 0)),
+            "cached_input_tokens": usage.get("cache_read_tokens", 0)}}
+
+    @staticmethod
+    def _payload_api_request_error(kw: JSON) -> JSON:
+        return {"status": kw.get("status_code"), "message": (kw.get("error") or {}).get("message")}
+
+    @staticmethod
+    def _payload_transform_llm_output(kw: JSON) -> JSON:
+        return {"text": kw.get("response_text")}
+
+    @staticmethod
+    def _payload_post_llm_call(kw: JSON) -> JSON:
+        return {"text": kw.get("assistant_response")}
+
+    def _payload_pre_tool_call(self, kw: JSON) -> JSON:
+        name = kw.get("tool_name")
+        return {"name": name, "args": kw.get("args"), "risk": self.risk.get(name or ""), "call_id": kw.get("tool_call_id")}
+
+    @staticmethod
+    def _payload_post_tool_call(kw: JSON) -> JSON:
+        return {"name": kw.get("tool_name"), "args": kw.get("args"), "call_id": kw.get("tool_call_id"),
+                "result": kw.get("result"), "is_error": kw.get("status") not in (None, "ok")}
+
+    @staticmethod
+    def _payload_transform_tool_result(kw: JSON) -> JSON:
+        return {"name": kw.get("tool_name"), "call_id": kw.get("tool_call_id"), "result": kw.get("result")}
+
+    @staticmethod
+    def _payload_on_session_end(kw: JSON) -> JSON:
+        status = "interrupted" if kw.get("interrupted") else ("completed" if kw.get("completed") else None)
+        return {"session_id": kw.get("session_id"), "status": status}
+
+    # ---- approver: hermes's CLI approval callback
+
+    def approval_callback(self, command: str, description: str, **_: Any) -> str:
+        call = getattr(self.tls, "call", None) or {}
+        request = {"call_id": call.get("call_id", ""), "name": call.get("name", ""), "args": call.get("args") or {},
+                   "risk": self.risk.get(call.get("name", "")), "prompt": description}
+        out = self.portal.call(self.doubles.ask_approver, request, call.get("turn") or self.turn(None))
+        return "once" if out.get("decision") == "approved" else "deny"
+
+    # ---- the turns
+
+    def agent_for(self, label: str) -> Any:
+        with self.create_lock:
+            agent = self.agents.get(label)
+            if agent is None:
+                from hermes_state import SessionDB
+                from run_agent import AIAgent
+
+                kwargs: JSON = {}
+                if self.scenario.bounds.max_iterations is not None:
+                    kwargs["max_iterations"] = self.scenario.bounds.max_iterations
+                t0 = time.monotonic()
+                agent = AIAgent(
+                    base_url=f"http://127.0.0.1:{self.server.server_address[1]}/s/{label}/v1",
+                    api_key="sk-test", provider="custom", model=self.scenario.model.name,
+                    api_mode="chat_completions", quiet_mode=True, skip_context_files=True, skip_memory=True,
+                    tool_delay=0, enabled_toolsets=["akc"], session_db=SessionDB(), **kwargs,
+                )
+                self.agents[label] = agent
+                _debug(f"AIAgent() took {time.monotonic() - t0:.2f} s")
+                self.labels[agent.session_id] = label
+            return agent
+
+    def run_message(self, index: int, label: str, text: str) -> Outcome:
+        from tools.approval import set_hermes_interactive_context
+        from tools.terminal_tool import set_approval_callback
+
+        agent = self.agent_for(label)
+        set_approval_callback(self.approval_callback)
+        set_hermes_interactive_context(True)
+        _debug("run_conversation starts")
+        history = list(self.history.get(label, []))
+        result = agent.run_conversation(text, system_message=self.scenario.system_prompt,
+                                        conversation_history=history or None)
+        self.history[label] = list(result.get("messages") or [])
+        reason = str(result.get("turn_exit_reason") or "")
+        if result.get("interrupted"):
+            status = "interrupted"
+        elif result.get("completed"):
+            status = "completed"
+        elif reason.startswith(("max_iterations_reached", "budget_exhausted")):
+            status = "budget_exhausted"
+        else:
+            status = "error"
+        return Outcome(message=index, session_id=agent.session_id, turn_id=getattr(agent, "_current_turn_id", None),
+                       status=status, subtype=reason or None, reply=result.get("final_response"),
+                       error=result.get("error") if status == "error" else None)
+
+    # ---- what hermes stored
+
+    def journal(self) -> tuple[JournalDump, list[UsageEvent]]:
+        from model_tools import _tool_result_observer_fields
+
+        db = self.home / "state.db"
+        dump = JournalDump()
+        usage: list[UsageEvent] = []
+        if not db.exists():
+            return dump, usage
+        con = sqlite3.connect(str(db))
+        con.row_factory = sqlite3.Row
+        try:
+            for row in con.execute("SELECT * FROM sessions ORDER BY started_at, rowid"):
+                dump.sessions.append(SessionRecord(id=row["id"], profile_id=row["profile_name"] or self.profile,
+                                                   source=row["source"], title=row["title"],
+                                                   parent_session_id=row["parent_session_id"]))
+            calls: dict[tuple[str, str], ToolCallRecord] = {}
+            for row in con.execute("SELECT * FROM messages WHERE active = 1 ORDER BY id"):
+                role, sid = row["role"], row["session_id"]
+                if role == "tool":
+                    result = row["content"] or ""
+                    is_error = _tool_result_observer_fields(result)[0] == "error"
+                    message: JSON = {"role": "tool_result", "call_id": row["tool_call_id"], "content": result, "is_error": is_error}
+                    rec = calls.get((sid, row["tool_call_id"] or ""))
+                    if rec is not None:
+                        rec.result, rec.is_error = result, is_error
+                else:
+                    raw_calls = json.loads(row["tool_calls"]) if row["tool_calls"] else []
+                    message = from_chat_message({"role": role, "content": row["content"], "tool_calls": raw_calls})
+                    for call in message.get("tool_calls", []):
+                        rec = ToolCallRecord(session_id=sid, call_id=call["id"] or "", name=call["name"] or "", args=call["args"])
+                        calls[(sid, rec.call_id)] = rec
+                        dump.tool_calls.append(rec)
+                dump.messages.append(MessageRecord(session_id=sid, message=message))
+            for row in con.execute("SELECT * FROM session_model_usage ORDER BY first_seen"):
+                usage.append(UsageEvent(session_id=row["session_id"], model=row["model"], input_tokens=row["input_tokens"],
+                                        output_tokens=row["output_tokens"], cached_input_tokens=row["cache_read_tokens"],
+                                        cost_usd=float(row["estimated_cost_usd"] or 0.0)))
+        finally:
+            con.close()
+        return dump, usage
+
+
+class HermesAdapter:
+    """``KernelAdapter`` for hermes-agent, run inside a fresh worker process."""
+
+    info = AdapterInfo.model_validate(ADAPTER_INFO)
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        t0 = time.monotonic()
+        async with BlockingPortal() as portal:
+            run = _Run(scenario, doubles, portal)
+            _debug(f"_Run() at {time.monotonic() - t0:.2f} s")
+            threading.Thread(target=run.server.serve_forever, args=(0.05,), daemon=True).start()
+            try:
+                await anyio.to_thread.run_sync(run.register_tools)
+                await anyio.to_thread.run_sync(run.register_hooks)
+                _debug(f"registered at {time.monotonic() - t0:.2f} s")
+                outcomes: list[Outcome | None] = [None] * len(scenario.user_messages)
+                raised: list[KernelRaised] = []
+
+                async def one(i: int) -> None:
+                    msg = scenario.user_messages[i]
+                    doubles.register_canceller(i, lambda: _interrupt(run, msg.session))
+                    try:
+                        outcomes[i] = await anyio.to_thread.run_sync(run.run_message, i, msg.session, msg.text)
+                    except Exception as exc:  # noqa: BLE001 - hermes raised out of run_conversation
+                        raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
+
+                async with anyio.create_task_group() as tg:
+                    pending: list[anyio.Event] = []
+                    for i, msg in enumerate(scenario.user_messages):
+                        if not msg.concurrent:
+                            for ev in pending:
+                                await ev.wait()
+                            pending = []
+                        done = anyio.Event()
+                        pending.append(done)
+
+                        async def task(i: int = i, done: anyio.Event = done) -> None:
+                            try:
+                                await one(i)
+                            finally:
+                                done.set()
+
+                        tg.start_soon(task)
+                journal, usage = await anyio.to_thread.run_sync(run.journal)
+                return RunResult(outcomes=[o for o in outcomes if o is not None], journal=journal, usage=usage,
+                                 raised=raised[0] if raised else None)
+            finally:
+                run.server.shutdown()
+                run.server.server_close()
+                await portal.stop(cancel_remaining=True)
+
+
+def _interrupt(run: _Run, label: str) -> None:
+    agent = run.agents.get(label)
+    if agent is not None:
+        agent.interrupt()

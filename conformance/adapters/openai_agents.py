@@ -1,0 +1,346 @@
+"""openai-agents (``Runner.run``) as a ``kernel``-profile kernel. Extra: ``openai-agents``
+(pinned in ``scripts/requirements/openai-agents.txt``; mapping read against openai-agents 0.24.0).
+
+One user message is one ``await Runner.run(agent, text, session=..., hooks=..., run_config=...)``;
+messages of one scenario session share one in-memory ``SQLiteSession``, the SDK's own
+conversation store (its items are the journal reported). The model is a ``Model`` subclass
+whose ``get_response`` sends the request to the harness's scripted model
+(``Doubles.model_stream``) and returns the chunks as Responses output items. Every scenario tool
+is a ``FunctionTool`` (the scenario's JSON schema, ``strict_json_schema=False``) whose
+``on_invoke_tool`` calls ``Doubles.invoke_tool``.
+
+What maps to what:
+
+* ``session-start`` → ``RunHooks.on_agent_start`` (one agent: once per run); ``session-end`` →
+  ``RunHooks.on_agent_end`` (only when the agent produces a final output).
+* ``context-assemble`` → ``RunConfig.call_model_input_filter`` (payload ``{"history"}``: the SDK
+  hands the filter no turn count, cost or time); a replaced history is converted back and sent.
+* ``pre-model-call`` → ``RunHooks.on_llm_start`` and ``post-model-response`` →
+  ``RunHooks.on_llm_end``: both observe-only in the SDK (they return nothing), so a ``replace``
+  outcome changes nothing.
+* ``pre-tool-call`` → ``RunHooks.on_tool_start`` and ``post-tool-call`` → ``RunHooks.on_tool_end``,
+  called per tool around that tool's own invocation.
+* The policy precheck → a ``ToolInputGuardrail`` on every data-source and interactive tool
+  (``tool_guardrails.py``): a denial is ``reject_content`` with the reason, so the tool does not
+  run and the model gets the message.
+* Spans → a ``TracingProcessor`` collecting the run's trace: ``function`` spans are tool spans,
+  ``agent`` spans the session; anything else is ``other``.
+* ``max_turns`` → ``Runner.run(max_turns=...)``, which raises ``MaxTurnsExceeded`` (reported in
+  ``RunResult.raised``); no ``error_handlers`` are installed, as one would have to synthesise
+  the final answer.
+* ``terminates_turn`` → ``Agent.tool_use_behavior={"stop_at_tool_names": [...]}``: once the
+  response's tool calls have run, a call to a listed tool makes its output the final output
+  (``check_for_final_output_from_tools`` in ``run_internal/turn_resolution.py``).
+* Cancellation → the host cancels the task running ``Runner.run``.
+
+What does not exist in openai-agents, so is left out: ``plan-ready`` and ``post-apply`` (no plan /
+apply gate or veto chain), tool kinds, ConcurrencySpec (every function call of a response runs concurrently), a doom-loop
+detector, a limit-reached final turn, cost per usage event from a model's pricing (usage is not
+reported), a wall-clock bound, and per-turn or model-call spans from the runner itself (a
+model-call span is the model provider's to emit, and the harness's model emits none).
+A tool that raises becomes the SDK's default tool-error message to the model.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import uuid
+from importlib import metadata
+from typing import Any
+
+from conformance.adapter import AdapterInfo, Doubles, Outcome, RunResult, Span
+from conformance.adapters._common import mapping, mapping_code, Hooks, Run, Session, parse_args, run_messages, tool_spec
+from conformance.scenario import Scenario, ToolDef
+
+_turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_oai_turn")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("openai-agents")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+# --------------------------------------------------------------------------- items
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    if hasattr(item, "model_dump"):
+        return item.model_dump(exclude_none=True)
+    return dict(item) if isinstance(item, dict) else {}
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for c in content or []:
+        c = _plain(c)
+        if "text" in c:
+            parts.append(str(c["text"]))
+    return "".join(parts)
+
+
+@mapping_code
+def to_canonical(items: list[Any]) -> list[dict[str, Any]]:
+    """Responses input/output items → the boundary's messages (an assistant message and the
+    function calls that follow it are one assistant message)."""
+    out: list[dict[str, Any]] = []
+    for raw in items:
+        item = _plain(raw)
+        kind = item.get("type")
+        role = item.get("role")
+        if kind == "function_call":
+            call = {"id": item.get("call_id"), "name": item.get("name"), "args": parse_args(item.get("arguments"))}
+            if out and out[-1]["role"] == "assistant":
+                out[-1].setdefault("tool_calls", []).append(call)
+            else:
+                out.append({"role": "assistant", "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            out.append({"role": "tool_result", "call_id": item.get("call_id"), "content": output if isinstance(output, str) else json.dumps(output), "is_error": False})
+        elif role == "assistant":
+            msg: dict[str, Any] = {"role": "assistant"}
+            text = _text_of(item.get("content"))
+            if text:
+                msg["text"] = text
+            out.append(msg)
+        elif role in ("system", "developer"):
+            out.append({"role": "system", "text": _text_of(item.get("content"))})
+        elif role == "user":
+            out.append({"role": "user", "text": _text_of(item.get("content"))})
+    return out
+
+
+@mapping_code
+def from_canonical(history: Any) -> list[dict[str, Any]]:
+    """The boundary's messages → Responses input items."""
+    items: list[dict[str, Any]] = []
+    for msg in history if isinstance(history, list) else []:
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role in ("user", "system"):
+            items.append({"role": role, "content": str(msg.get("text", ""))})
+        elif role == "assistant":
+            if msg.get("text"):
+                items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": msg["text"], "annotations": []}]})
+            for call in msg.get("tool_calls") or []:
+                items.append({"type": "function_call", "call_id": call["id"], "name": call["name"], "arguments": json.dumps(call.get("args") or {})})
+        elif role == "tool_result":
+            items.append({"type": "function_call_output", "call_id": msg.get("call_id"), "output": str(msg.get("content", ""))})
+    return items
+
+
+def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
+    """The scripted model's stream chunks → one ModelResponse (a text message, then the calls)."""
+    from agents import ModelResponse, Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+    from openai.types.responses.response_usage import InputTokensDetails
+
+    text = "".join(c.get("text", "") for c in chunks if c.get("type") == "text")
+    output: list[Any] = []
+    if text:
+        output.append(ResponseOutputMessage(
+            id=f"msg_{uuid.uuid4().hex[:12]}", type="message", role="assistant", status="completed",
+            content=[ResponseOutputText(text=text, type="output_text", annotations=[])],
+        ))
+    output += [
+        ResponseFunctionToolCall(id=c["id"], call_id=c["id"], type="function_call", name=c["name"], arguments=c.get("input_json") or "{}")
+        for c in chunks
+        if c.get("type") == "tool_use"
+    ]
+    usage = next((c for c in reversed(chunks) if c.get("type") == "usage"), {})
+    i, o, cached = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), int(usage.get("cached_input_tokens", 0))
+    return ModelResponse(
+        output=output,
+        usage=Usage(
+            requests=1, input_tokens=i + cached, output_tokens=o, total_tokens=i + cached + o,
+            input_tokens_details=InputTokensDetails(cached_tokens=cached, cache_write_tokens=0),
+        ),
+        response_id=None,
+    )
+
+
+# --------------------------------------------------------------------------- tracing
+
+
+class _Collector:
+    """One process-wide TracingProcessor; spans are kept per trace id (one per run)."""
+
+    _installed: _Collector | None = None
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[Span]] = {}
+
+    @classmethod
+    def install(cls) -> _Collector:
+        if cls._installed is None:
+            from agents.tracing import TracingProcessor, set_trace_processors
+
+            collector = cls()
+
+            class Processor(TracingProcessor):
+                def on_trace_start(self, trace: Any) -> None: ...
+                def on_trace_end(self, trace: Any) -> None: ...
+                def on_span_start(self, span: Any) -> None: ...
+                def shutdown(self) -> None: ...
+                def force_flush(self) -> None: ...
+
+                def on_span_end(self, span: Any) -> None:
+                    collector.add(span)
+
+            set_trace_processors([Processor()])  # replaces the exporter to OpenAI's backend
+            cls._installed = collector
+        return cls._installed
+
+    def add(self, span: Any) -> None:
+        data = span.span_data
+        kind = {"function": "tool", "agent": "session"}.get(getattr(data, "type", ""), "other")
+        self.spans.setdefault(span.trace_id, []).append(
+            Span(
+                span_id=span.span_id,
+                parent_id=span.parent_id,
+                name=str(getattr(data, "name", None) or getattr(data, "type", "span")),
+                kind=kind,
+                attributes={"sdk_type": getattr(data, "type", None)},
+            )
+        )
+
+    def take(self, trace_id: str) -> list[Span]:
+        return self.spans.pop(trace_id, [])
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class OpenAIAgentsAdapter:
+    info = AdapterInfo(
+        name="openai-agents",
+        version=_version(),
+        homepage="https://openai.github.io/openai-agents-python/",
+        profiles=["kernel"],
+        capabilities=[],
+    )
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        from agents import RunConfig, Runner, SQLiteSession
+
+        collector = _Collector.install()
+        agent, run_hooks, input_filter = self._build(scenario, doubles)
+        stores: dict[str, Any] = {}
+        traces: list[str] = []
+
+        async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
+            _turn.set(run.turn(session, index))
+            store = stores.get(session.id)
+            if store is None:
+                store = stores[session.id] = SQLiteSession(session.id)
+            trace_id = f"trace_{uuid.uuid4().hex}"
+            traces.append(trace_id)
+            config = RunConfig(trace_id=trace_id, call_model_input_filter=input_filter, tracing_disabled=False)
+            kwargs: dict[str, Any] = {"session": store, "hooks": run_hooks, "run_config": config}
+            if scenario.bounds.max_turns is not None:
+                kwargs["max_turns"] = scenario.bounds.max_turns
+            try:
+                result = await Runner.run(agent, text, **kwargs)
+            finally:
+                session.messages = to_canonical(await store.get_items())
+            return Outcome(message=index, session_id=session.id, status="completed", subtype="success", reply=str(result.final_output))
+
+        result = await run_messages(scenario, doubles, run_one)
+        for store in stores.values():
+            store.close()
+        result.spans = [s for t in traces for s in collector.take(t)]
+        return result
+
+    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, Any, Any]:
+        from agents import Agent, FunctionTool, ModelSettings, RunHooks, ToolGuardrailFunctionOutput, ToolInputGuardrail
+        from agents.models.interface import Model
+        from agents.run_config import ModelInputData
+
+        hooks = Hooks(scenario, doubles)
+
+        def specs(tools: list[Any]) -> list[dict[str, Any]]:
+            return [tool_spec(t.name, t.description, t.params_json_schema) for t in tools if isinstance(t, FunctionTool)]
+
+        class ScriptedModel(Model):
+            async def get_response(self, system_instructions: str | None, input: Any, model_settings: Any, tools: list[Any], output_schema: Any, handoffs: Any, tracing: Any, **_: Any) -> Any:
+                with mapping("the model request"):
+                    messages = [{"role": "system", "text": system_instructions}] if system_instructions else []
+                    messages += to_canonical([{"role": "user", "content": input}] if isinstance(input, str) else list(input))
+                    params = {k: v for k, v in model_settings.to_json_dict().items() if v is not None}
+                    request = {"messages": messages, "tools": specs(tools), "params": params}
+                chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
+                with mapping("the model response"):
+                    return response_from_chunks(chunks)
+
+            def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+                raise NotImplementedError("Runner.run uses get_response")
+
+        async def policy_guardrail(data: Any) -> Any:
+            ctx = data.context
+            call = {"id": ctx.tool_call_id, "name": ctx.tool_name, "args": parse_args(ctx.tool_arguments)}
+            out = await doubles.policy_precheck(call, _turn.get())
+            if out.get("allow", True):
+                return ToolGuardrailFunctionOutput.allow()
+            return ToolGuardrailFunctionOutput.reject_content(f"denied by policy: {out.get('reason')}")
+
+        def make_tool(tool: ToolDef) -> Any:
+            async def invoke(ctx: Any, args_json: str) -> str:
+                out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": parse_args(args_json)}, _turn.get())
+                return str(out.get("content", ""))
+
+            guardrails = [ToolInputGuardrail(guardrail_function=policy_guardrail, name="policy")] if tool.kind in ("data_source", "interactive") else None
+            return FunctionTool(
+                name=tool.name, description=tool.description or tool.name, params_json_schema=tool.input_schema,
+                on_invoke_tool=invoke, strict_json_schema=False, tool_input_guardrails=guardrails,
+            )
+
+        class MappedHooks(RunHooks):
+            async def on_agent_start(self, context: Any, agent: Any) -> None:
+                await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
+
+            async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+                await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
+
+            async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+                history = ([{"role": "system", "text": system_prompt}] if system_prompt else []) + to_canonical(list(input_items))
+                payload = {"payload": {"history": history}, "tool_specs": specs(list(agent.tools)), "params": {}}
+                await hooks.chain("pre-model-call", payload, _turn.get())  # observe-only in the SDK
+
+            async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                msgs = to_canonical(list(response.output))
+                await hooks.chain("post-model-response", msgs[0] if msgs else {"role": "assistant"}, _turn.get())
+
+            async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+                call = {"id": getattr(context, "tool_call_id", None), "name": tool.name, "args": parse_args(getattr(context, "tool_arguments", None))}
+                await hooks.chain("pre-tool-call", call, _turn.get())
+
+            async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+                call = {"id": getattr(context, "tool_call_id", None), "name": tool.name, "args": parse_args(getattr(context, "tool_arguments", None))}
+                await hooks.chain("post-tool-call", {"call": call, "result": {"content": str(result), "is_error": False}}, _turn.get())
+
+        async def input_filter(data: Any) -> Any:
+            md = data.model_data
+            if not hooks.has("context-assemble"):
+                return md
+            out, replaced = await hooks.chain("context-assemble", {"history": to_canonical(list(md.input))}, _turn.get())
+            if replaced and isinstance(out, dict):
+                return ModelInputData(input=from_canonical(out.get("history")), instructions=md.instructions)
+            return md
+
+        terminal = [t.name for t in scenario.tools if t.terminates_turn]
+        agent = Agent(
+            name="akc",
+            tool_use_behavior={"stop_at_tool_names": terminal} if terminal else "run_llm_again",
+            instructions=scenario.system_prompt,
+            model=ScriptedModel(),
+            model_settings=ModelSettings(),
+            tools=[make_tool(t) for t in scenario.tools],
+        )
+        return agent, MappedHooks(), input_filter
+
+
+def factory() -> OpenAIAgentsAdapter:
+    return OpenAIAgentsAdapter()

@@ -1,0 +1,392 @@
+"""pydantic-ai (``Agent.run``) as a ``kernel``-profile kernel. Extra: ``pydantic-ai``
+(pinned in ``scripts/requirements/pydantic-ai.txt``; mapping read against pydantic-ai-slim 2.68.0).
+
+One user message is one ``await agent.run(text, message_history=...)``; messages of one scenario
+session carry the previous run's ``all_messages()`` over. The model is a ``FunctionModel`` whose
+function sends the request to the harness's scripted model (``Doubles.model_stream``) and turns
+the chunks into a ``ModelResponse``. Every scenario tool is a ``Tool.from_schema`` whose function
+calls ``Doubles.invoke_tool``.
+
+What maps to what (pydantic-ai's own mechanisms; the capability hooks of
+``pydantic_ai/capabilities/abstract.py``, registered through ``capabilities.Hooks``):
+
+* ``session-start`` → ``before_run`` (observe-only); ``session-end`` → ``after_run`` (only on a
+  run that returns: an error or a cancellation has no after_run).
+* ``context-assemble`` → a history processor: a ``before_model_request`` hook registered first
+  that does what ``ProcessHistory`` does (``capabilities/process_history.py``), payload
+  ``{"history", "budget": {"turns_used": RunContext.usage.requests}}`` (the framework tracks no
+  cost or time budget); a replaced history is converted back and used.
+* ``pre-model-call`` → ``before_model_request``: messages (as ``payload.history``; the budget of
+  context-assemble is not part of pydantic-ai's request context), tool definitions and model
+  settings; a replacement is converted back into the request context.
+* ``post-model-response`` → ``after_model_request``; a replaced message becomes the response.
+* ``pre-tool-call`` → ``before_tool_execute`` and ``post-tool-call`` → ``after_tool_execute``:
+  pydantic-ai calls them per call, around that call's own execution.
+* ``ConcurrencySpec`` → pydantic-ai's per-tool ``sequential`` flag (``safe: false`` or undeclared
+  on a resource tool → sequential, a barrier that runs alone); there are no concurrency keys.
+* ``terminates_turn`` → an output tool (``ToolOutput`` of an output function taking the tool's
+  schema as a ``StructuredDict``): calling it runs the tool and ends the run with its output. As an
+  output tool it gets pydantic-ai's output hooks, not the tool-execute hooks, so no
+  ``pre-tool-call`` / ``post-tool-call`` is dispatched for it.
+* ``max_turns`` → ``UsageLimits(request_limit=max_turns)``, which raises ``UsageLimitExceeded``
+  (reported in ``RunResult.raised``); pydantic-ai has no limit-reached final turn.
+* Spans → pydantic-ai's OpenTelemetry instrumentation (the ``Instrumentation`` capability over a
+  tracer provider of the run's own; needs ``opentelemetry-sdk``): ``invoke_agent`` is the
+  session span, ``chat`` a model_call span, ``execute_tool`` a tool span.
+* Cancellation → the host cancels the task running ``agent.run``.
+
+What does not exist in pydantic-ai, so is left out: ``plan-ready`` and ``post-apply`` (no plan /
+apply gate or veto chain), a policy precheck (a ``before_tool_execute`` hook could be written as
+one, but pydantic-ai has no policy mechanism of its own), tool kinds, concurrency keys, a
+doom-loop detector, a limit-reached final turn, cost per usage event from a model's pricing
+(usage is not reported), a wall-clock bound, a stored journal (the journal reported is the
+message history ``all_messages()`` returns), and a span per turn or for a veto chain.
+A harness tool that raises propagates as pydantic-ai propagates any exception from a tool function.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+from importlib import metadata
+from typing import Any
+
+from conformance.adapter import AdapterInfo, Doubles, Outcome, RunResult, Span
+from conformance.adapters._common import mapping, mapping_code, Hooks, Run, Session, parse_args, run_messages, tool_spec
+from conformance.scenario import Scenario, ToolDef
+
+_turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_pai_turn")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("pydantic-ai-slim")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@mapping_code
+def to_canonical(messages: list[Any]) -> list[dict[str, Any]]:
+    """pydantic-ai ModelMessages → the boundary's message JSON."""
+    from pydantic_ai import messages as m
+
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        if isinstance(msg, m.ModelResponse):
+            out.append(response_to_canonical(msg))
+            continue
+        for part in getattr(msg, "parts", []):
+            if isinstance(part, m.SystemPromptPart):
+                out.append({"role": "system", "text": part.content})
+            elif isinstance(part, m.UserPromptPart):
+                content = part.content if isinstance(part.content, str) else " ".join(str(c) for c in part.content)
+                out.append({"role": "user", "text": content})
+            elif isinstance(part, m.ToolReturnPart):
+                out.append({"role": "tool_result", "call_id": part.tool_call_id, "content": part.model_response_str(), "is_error": False})
+            elif isinstance(part, m.RetryPromptPart):
+                if part.tool_name:
+                    out.append({"role": "tool_result", "call_id": part.tool_call_id, "content": part.model_response(), "is_error": True})
+                else:
+                    out.append({"role": "user", "text": part.model_response()})
+    return out
+
+
+@mapping_code
+def response_to_canonical(response: Any) -> dict[str, Any]:
+    from pydantic_ai import messages as m
+
+    text = "".join(p.content for p in response.parts if isinstance(p, m.TextPart))
+    calls = [
+        {"id": p.tool_call_id, "name": p.tool_name, "args": parse_args(p.args)}
+        for p in response.parts
+        if isinstance(p, m.ToolCallPart)
+    ]
+    msg: dict[str, Any] = {"role": "assistant"}
+    if text:
+        msg["text"] = text
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+@mapping_code
+def canonical_to_response(msg: Any) -> Any:
+    from pydantic_ai import messages as m
+
+    parts: list[Any] = []
+    if isinstance(msg, dict):
+        if msg.get("text"):
+            parts.append(m.TextPart(content=str(msg["text"])))
+        for call in msg.get("tool_calls") or []:
+            parts.append(m.ToolCallPart(tool_name=call["name"], args=call.get("args") or {}, tool_call_id=call["id"]))
+    return m.ModelResponse(parts=parts)
+
+
+@mapping_code
+def from_canonical(history: Any) -> list[Any]:
+    """The boundary's messages → pydantic-ai ModelMessages (consecutive request parts merged)."""
+    from pydantic_ai import messages as m
+
+    out: list[Any] = []
+    names: dict[str, str] = {}
+    pending: list[Any] = []
+
+    def flush() -> None:
+        if pending:
+            out.append(m.ModelRequest(parts=list(pending)))
+            pending.clear()
+
+    for msg in history if isinstance(history, list) else []:
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role == "assistant":
+            flush()
+            for call in msg.get("tool_calls") or []:
+                names[call["id"]] = call["name"]
+            out.append(canonical_to_response(msg))
+        elif role == "system":
+            pending.append(m.SystemPromptPart(content=str(msg.get("text", ""))))
+        elif role == "tool_result":
+            call_id = str(msg.get("call_id"))
+            pending.append(m.ToolReturnPart(tool_name=names.get(call_id, ""), content=msg.get("content"), tool_call_id=call_id))
+        elif role == "user":
+            pending.append(m.UserPromptPart(content=str(msg.get("text", ""))))
+    flush()
+    return out
+
+
+def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
+    """The scripted model's stream chunks → one pydantic-ai ModelResponse (text first)."""
+    from pydantic_ai import messages as m
+    from pydantic_ai.usage import RequestUsage
+
+    text = "".join(c.get("text", "") for c in chunks if c.get("type") == "text")
+    parts: list[Any] = [m.TextPart(content=text)] if text else []
+    parts += [
+        m.ToolCallPart(tool_name=c["name"], args=c.get("input_json") or "{}", tool_call_id=c["id"])
+        for c in chunks
+        if c.get("type") == "tool_use"
+    ]
+    usage = next((c for c in reversed(chunks) if c.get("type") == "usage"), {})
+    return m.ModelResponse(
+        parts=parts,
+        usage=RequestUsage(
+            input_tokens=int(usage.get("input_tokens", 0)),
+            output_tokens=int(usage.get("output_tokens", 0)),
+            cache_read_tokens=int(usage.get("cached_input_tokens", 0)),
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- spans
+
+#: pydantic-ai's span operation (``gen_ai.operation.name``) → the boundary's span kind.
+SPAN_KINDS = {"invoke_agent": "session", "chat": "model_call", "execute_tool": "tool"}
+
+
+def _tracing() -> tuple[Any, Any]:
+    """(exporter, Instrumentation capability) over a tracer provider of this run's own, or
+    (None, None) without the OpenTelemetry SDK."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        return None, None
+    from pydantic_ai.capabilities import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter, Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))
+
+
+@mapping_code
+def spans_of(finished: Any) -> list[Span]:
+    return [
+        Span(
+            span_id=format(s.context.span_id, "016x"),
+            parent_id=format(s.parent.span_id, "016x") if s.parent is not None else None,
+            name=s.name,
+            kind=SPAN_KINDS.get(str((s.attributes or {}).get("gen_ai.operation.name")), "other"),
+            start=s.start_time / 1e9 if s.start_time else None,
+            end=s.end_time / 1e9 if s.end_time else None,
+            attributes={"operation": (s.attributes or {}).get("gen_ai.operation.name")},
+        )
+        for s in finished
+    ]
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class PydanticAIAdapter:
+    info = AdapterInfo(
+        name="pydantic-ai",
+        version=_version(),
+        homepage="https://ai.pydantic.dev",
+        profiles=["kernel"],
+        capabilities=[],
+    )
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        exporter, instrumentation = _tracing()
+        agent, limits = self._build(scenario, doubles, instrumentation)
+
+        async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
+            _turn.set(run.turn(session, index))
+            result = await agent.run(text, message_history=session.state, usage_limits=limits)
+            session.state = result.all_messages()
+            session.messages = to_canonical(session.state)
+            return Outcome(message=index, session_id=session.id, status="completed", subtype="success", reply=str(result.output))
+
+        result = await run_messages(scenario, doubles, run_one)
+        if exporter is not None:
+            result.spans = spans_of(exporter.get_finished_spans())
+        return result
+
+    def _build(self, scenario: Scenario, doubles: Doubles, instrumentation: Any = None) -> tuple[Any, Any]:
+        from pydantic_ai import Agent, RunContext, Tool, ToolOutput
+        from pydantic_ai.output import StructuredDict
+        from pydantic_ai import messages as m
+        from pydantic_ai.capabilities import Hooks as PaiHooks
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+        from pydantic_ai.tools import ToolDefinition
+        from pydantic_ai.usage import UsageLimits
+
+        hooks = Hooks(scenario, doubles)
+
+        async def model(messages: list[Any], info: AgentInfo) -> Any:
+            with mapping("the model request"):
+                request = {
+                    "messages": to_canonical(messages),
+                    "tools": [tool_spec(t.name, t.description, t.parameters_json_schema) for t in [*info.function_tools, *info.output_tools]],
+                    "params": dict(info.model_settings or {}),
+                }
+            chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
+            with mapping("the model response"):
+                return response_from_chunks(chunks)
+
+        def make_tool(tool: ToolDef) -> Any:
+            async def call(ctx: Any, **args: Any) -> str:
+                out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": args}, _turn.get())
+                return str(out.get("content", ""))
+
+            sequential = tool.concurrency is not None and not tool.concurrency.safe
+            if tool.concurrency is None and tool.kind == "resource":
+                sequential = True
+            return Tool.from_schema(call, name=tool.name, description=tool.description, json_schema=tool.input_schema, takes_ctx=True, sequential=sequential)
+
+        capabilities: list[Any] = [instrumentation] if instrumentation is not None else []
+        if hooks.has("context-assemble"):
+
+            async def assemble(ctx: Any, request_context: Any) -> Any:
+                """What ``ProcessHistory`` does with a history processor, with the RunContext."""
+                payload = {"history": to_canonical(request_context.messages), "budget": {"turns_used": ctx.usage.requests}}
+                out, replaced = await hooks.chain("context-assemble", payload, _turn.get())
+                if replaced and isinstance(out, dict):
+                    messages = from_canonical(out.get("history"))
+                    request_context.messages = messages.copy()
+                    ctx.messages[:] = messages
+                return request_context
+
+            assemble_hooks = PaiHooks()
+            assemble_hooks.on.before_model_request(assemble)
+            capabilities.append(assemble_hooks)
+
+        ph = PaiHooks()
+        if hooks.has("session-start"):
+
+            @ph.on.before_run
+            async def before_run(ctx: Any) -> None:
+                await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
+
+        if hooks.has("session-end"):
+
+            @ph.on.after_run
+            async def after_run(ctx: Any, *, result: Any) -> Any:
+                await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
+                return result
+
+        if hooks.has("pre-model-call"):
+
+            @ph.on.before_model_request
+            async def before_model_request(ctx: Any, request_context: Any) -> Any:
+                mrp = request_context.model_request_parameters
+                payload = {
+                    "payload": {"history": to_canonical(request_context.messages)},
+                    "tool_specs": [tool_spec(t.name, t.description, t.parameters_json_schema) for t in mrp.function_tools],
+                    "params": dict(request_context.model_settings or {}),
+                }
+                out, replaced = await hooks.chain("pre-model-call", payload, _turn.get())
+                if not replaced or not isinstance(out, dict):
+                    return request_context
+                inner = out.get("payload") if isinstance(out.get("payload"), dict) else {}
+                tools = [
+                    ToolDefinition(name=s["name"], description=s.get("description"), parameters_json_schema=s.get("input_schema") or {"type": "object"})
+                    for s in out.get("tool_specs") or []
+                ]
+                return dataclasses.replace(
+                    request_context,
+                    messages=from_canonical(inner.get("history")),
+                    model_settings=dict(out.get("params") or {}),
+                    model_request_parameters=dataclasses.replace(mrp, function_tools=tools),
+                )
+
+        if hooks.has("post-model-response"):
+
+            @ph.on.after_model_request
+            async def after_model_request(ctx: Any, *, request_context: Any, response: Any) -> Any:
+                out, replaced = await hooks.chain("post-model-response", response_to_canonical(response), _turn.get())
+                if replaced:
+                    new = canonical_to_response(out)
+                    return dataclasses.replace(response, parts=new.parts)
+                return response
+
+        if hooks.has("pre-tool-call"):
+
+            @ph.on.before_tool_execute
+            async def before_tool_execute(ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+                await hooks.chain("pre-tool-call", {"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)}, _turn.get())
+                return args
+
+        if hooks.has("post-tool-call"):
+
+            @ph.on.after_tool_execute
+            async def after_tool_execute(ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any) -> Any:
+                payload = {
+                    "call": {"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)},
+                    "result": {"content": str(result), "is_error": False},
+                }
+                await hooks.chain("post-tool-call", payload, _turn.get())
+                return result
+
+        def make_output(tool: ToolDef) -> Any:
+            """A terminates_turn tool is an output tool whose output function is the tool."""
+            args_type = StructuredDict(tool.input_schema, name=f"{tool.name}_args")
+
+            async def finish(ctx: RunContext, args: args_type) -> str:  # type: ignore[valid-type]
+                out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": dict(args)}, _turn.get())
+                return str(out.get("content", ""))
+
+            finish.__annotations__ = {"ctx": RunContext, "args": args_type, "return": str}
+            return ToolOutput(finish, name=tool.name, description=tool.description or tool.name)
+
+        capabilities.append(ph)
+        outputs = [make_output(t) for t in scenario.tools if t.terminates_turn]
+        agent = Agent(
+            FunctionModel(model, model_name=scenario.model.name),
+            system_prompt=scenario.system_prompt,
+            tools=[make_tool(t) for t in scenario.tools if not t.terminates_turn],
+            output_type=[str, *outputs] if outputs else str,
+            capabilities=capabilities,
+        )
+        limits = UsageLimits(request_limit=scenario.bounds.max_turns) if scenario.bounds.max_turns is not None else None
+        return agent, limits
+
+
+def factory() -> PydanticAIAdapter:
+    return PydanticAIAdapter()

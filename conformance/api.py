@@ -64,6 +64,8 @@ class SuiteOptions:
     verbose: bool = False
     timeout_cap_s: float | None = None
     smoke: bool = False
+    #: Write each scenario's canonical trace into this folder (``--akc-traces``).
+    traces_dir: str | None = None
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -101,6 +103,8 @@ def validate(options: SuiteOptions) -> None:
         unknown = [r for r in options.reqs if catalog_get(catalog, r.strip().upper()) is None]
         if unknown:
             raise UsageError(f"unknown requirement id(s): {', '.join(unknown)}")
+    if options.traces_dir and Path(options.traces_dir).exists() and not Path(options.traces_dir).is_dir():
+        raise UsageError(f"--traces {options.traces_dir}: a file, not a folder")
     adapter = load_adapter(options.adapter)
     info = adapter_info(adapter)
     claimed = [p for p in PROFILES if p in info.profiles]
@@ -151,6 +155,8 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         args.append("--akc-smoke")
     if options.timeout_cap_s is not None:
         args += ["--akc-timeout-cap", str(options.timeout_cap_s)]
+    if options.traces_dir:
+        args += ["--akc-traces", str(options.traces_dir)]
     return args + list(options.extra_args)
 
 
@@ -205,13 +211,14 @@ def certify(
     markdown_path: str | None = None,
     timeout_cap_s: float | None = None,
     smoke: bool = False,
+    traces_dir: str | None = None,
     pytest_args: Sequence[str] = (),
 ) -> Report:
     """Certify a kernel and return the Report (``report.exit_code``, ``report.verdicts()``).
 
     ``factory_or_spec`` is a ``"pkg.mod:factory"`` spec, a factory (a callable returning an
     adapter), or an adapter object. ``smoke=True`` runs only the @smoke scenarios (and reports
-    only their requirements); ``pytest_args`` are passed on (e.g. ``["-k", "cancel"]``). Usable from a kernel author's own pytest run::
+    only their requirements); ``traces_dir`` receives one canonical trace per scenario; ``pytest_args`` are passed on (e.g. ``["-k", "cancel"]``). Usable from a kernel author's own pytest run::
 
         def test_conformance():
             report = conformance.certify(my_kernel.adapter_factory, profile="kernel")
@@ -239,6 +246,7 @@ def certify(
                 markdown_path=markdown_path,
                 timeout_cap_s=timeout_cap_s,
                 smoke=smoke,
+                traces_dir=str(traces_dir) if traces_dir else None,
                 extra_args=list(pytest_args),
             )
         )

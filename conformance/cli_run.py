@@ -1,5 +1,6 @@
 """``akc run``: certify a kernel through its adapter and print the verdict per requirement.
 ``akc run --smoke`` runs only the trivial @smoke scenarios: when they fail, suspect the adapter.
+``akc run --traces DIR`` writes one canonical trace per scenario (``akc trace diff`` compares them).
 
 Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also a SHOULD/MAY),
 2 usage error (bad flag, unknown adapter, requirement id or profile), 3 incomplete or error.
@@ -7,6 +8,7 @@ Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -26,13 +28,17 @@ def register(app: typer.Typer) -> None:
         json_path: Annotated[Path | None, typer.Option("--json", help="write the JSON report here")] = None,
         junit_path: Annotated[Path | None, typer.Option("--junit", help="write the JUnit XML report here")] = None,
         markdown_path: Annotated[Path | None, typer.Option("--markdown", help="write a Markdown summary here")] = None,
+        traces: Annotated[Path | None, typer.Option("--traces", help="write each scenario's canonical trace to this folder (compare with akc trace diff)")] = None,
         smoke: Annotated[bool, typer.Option("--smoke", help="only the @smoke scenarios: an adapter check")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="a failing SHOULD/MAY also fails the run")] = False,
         backend: Annotated[str, typer.Option("--backend", help="asyncio | trio")] = "asyncio",
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show pytest's own output")] = False,
         timeout_cap: Annotated[float | None, typer.Option("--timeout-cap", help="cap every scenario's timeout (seconds)", hidden=True)] = None,
+        validate_protocol: Annotated[bool, typer.Option("--validate-protocol", help="stdio adapters: validate every message (docs/protocol.md)")] = False,
     ) -> None:
         """Run the conformance suite against a kernel adapter."""
+        if validate_protocol:  # read by conformance.wire.validate
+            os.environ["AKC_VALIDATE_PROTOCOL"] = "1"
         from conformance.api import SuiteOptions, run_suite
         from conformance.expect import UsageError
         from conformance.report import print_report
@@ -49,6 +55,7 @@ def register(app: typer.Typer) -> None:
             backend=backend,
             verbose=verbose,
             timeout_cap_s=timeout_cap,
+            traces_dir=str(traces) if traces else None,
         )
         try:
             result = run_suite(options)

@@ -46,6 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--akc-backend", default="asyncio", choices=("asyncio", "trio"), help="event loop the scenarios run on")
     group.addoption("--akc-strict", action="store_true", default=False, help="a failing SHOULD/MAY also fails the run")
     group.addoption("--akc-timeout-cap", type=float, default=None, metavar="S", help="cap every scenario's timeout at S seconds")
+    group.addoption("--akc-traces", default=None, metavar="DIR", help="write each scenario's canonical trace to DIR (one JSON file per scenario)")
     group.addoption("--akc-no-summary", action="store_true", default=False, help="do not print the verdict table (akc run prints its own)")
 
 
@@ -89,13 +90,45 @@ class AkcState:
     report: Report | None = None
     step: dict[str, str] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
+    #: ``--akc-traces``: the folder each scenario's canonical trace is written to.
+    traces_dir: str | None = None
+    #: The node id of the item running now, and the last ScenarioRun it made.
+    current: str | None = None
+    last_run: Any = None
+    #: Canonical traces of the checks that failed or errored, by (feature, scenario).
+    failed_traces: dict[tuple[str, str], Any] = field(default_factory=dict)
+    trace_names: set[str] = field(default_factory=set)
+    restore_hypothesis: Any = None
 
     def portal(self) -> PortalRunner:
         if self.runner is None:
-            from conformance.runner import PortalRunner
-
-            self.runner = PortalRunner(self.backend, self.timeout_cap_s).start()
+            self.runner = _recording_runner(self)
         return self.runner
+
+    def record(self, run: Any) -> None:
+        """Keep the current item's last scenario run (a property keeps its last, failing example)."""
+        if self.current is not None:
+            self.last_run = run
+
+
+def _recording_runner(state: AkcState) -> PortalRunner:
+    """A PortalRunner that hands every ScenarioRun to ``state.record`` (for the traces): those of
+    ``run`` (a hang included) and of steps that drive ``call`` with doubles of their own."""
+    from conformance.runner import PortalRunner, ScenarioRun
+
+    class RecordingRunner(PortalRunner):
+        def call(self, func: Any, *args: Any, timeout: float) -> Any:
+            result = super().call(func, *args, timeout=timeout)
+            if isinstance(result, ScenarioRun):
+                state.record(result)
+            return result
+
+        def run(self, adapter: Any, scenario: Any) -> Any:
+            result = super().run(adapter, scenario)
+            state.record(result)
+            return result
+
+    return RecordingRunner(state.backend, state.timeout_cap_s).start()
 
 
 STATE_KEY = pytest.StashKey[AkcState]()
@@ -203,6 +236,7 @@ def build_state(config: pytest.Config) -> AkcState:
         strict=config.getoption("akc_strict"),
         timeout_cap_s=config.getoption("akc_timeout_cap"),
         smoke=config.getoption("akc_smoke"),
+        traces_dir=config.getoption("akc_traces", None),
     )
 
 
@@ -220,6 +254,14 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
     _STACK.append(state)
+    state.restore_hypothesis = freeze_hypothesis_constants()
+    if state.traces_dir:
+        from conformance.trace import clear_traces
+
+        try:
+            clear_traces(state.traces_dir)
+        except OSError as exc:
+            raise pytest.UsageError(f"--akc-traces {state.traces_dir}: not a usable folder ({exc.strerror or exc})") from None
     for tag in sorted(feature_tags() | {"smoke", *PROFILES}):
         config.addinivalue_line("markers", f"{tag}: conformance feature tag")
 
@@ -233,6 +275,34 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.runner = None
     if state in _STACK:
         _STACK.remove(state)
+    if state.restore_hypothesis is not None:
+        state.restore_hypothesis()
+        state.restore_hypothesis = None
+
+
+def freeze_hypothesis_constants() -> Any:
+    """Hypothesis mixes literals from every loaded local module into the data it generates, so
+    the examples a property runs (and so its trace) would depend on which modules happen to be
+    imported: the adapter's, a mutant's, the caller's test session's. A certification run uses
+    none, so the same kernel gets the same examples in every context. Returns the undo function
+    (None when Hypothesis has no such pool)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+
+        original = providers._get_local_constants
+        empty = providers.Constants()
+        cache = providers.CONSTANTS_CACHE.cache
+    except Exception:  # noqa: BLE001 - another Hypothesis version: nothing to freeze
+        return None
+
+    providers._get_local_constants = lambda: empty
+    cache.clear()
+
+    def restore() -> None:
+        providers._get_local_constants = original
+        cache.clear()
+
+    return restore
 
 
 # --------------------------------------------------------------------------- collection
@@ -424,6 +494,48 @@ def classify(report: pytest.TestReport, call: pytest.CallInfo[Any]) -> tuple[str
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Know which item a scenario run belongs to; once the item is done, keep its trace."""
+    state = item.config.stash.get(STATE_KEY, None)
+    check = state.checks.get(item.nodeid) if state is not None else None
+    if check is None:
+        yield
+        return
+    state.current, state.last_run = item.nodeid, None
+    try:
+        yield
+    finally:
+        run, state.current, state.last_run = state.last_run, None, None
+        if run is not None:
+            try:
+                keep_trace(state, check, run)
+            except Exception as exc:  # noqa: BLE001 - a trace must never break the run
+                state.collect_errors.append(f"trace of {check.feature} / {check.scenario}: {type(exc).__name__}: {exc}")
+
+
+def keep_trace(state: AkcState, check: Check, run: Any) -> None:
+    """Build the item's canonical trace if anyone wants it: written to ``--akc-traces``, and kept
+    for the JSON report when the check failed or errored."""
+    failed = check.outcome in ("fail", "error")
+    if not (failed or state.traces_dir):
+        return
+    from conformance.trace import build_trace, dump, trace_filename
+
+    trace = build_trace(run, feature=check.feature, scenario=check.scenario, info=state.info)
+    if failed:
+        state.failed_traces[(check.feature, check.scenario)] = trace
+    if state.traces_dir:
+        from conformance.report import write_atomic
+
+        name = trace_filename(check.feature, check.scenario)
+        stem, n = name.removesuffix(".json"), 2
+        while name in state.trace_names:
+            name, n = f"{stem}-{n}.json", n + 1
+        state.trace_names.add(name)
+        write_atomic(f"{state.traces_dir}/{name}", dump(trace))
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
     outcome = yield
     if not _active(item.config):
@@ -484,6 +596,11 @@ def build_report(state: AkcState) -> Report:
         selected_ids=selected,
         strict=state.strict,
     )
+    if state.failed_traces:
+        for req in verdicts.requirements:
+            for c in req.checks:
+                if c.outcome in ("fail", "error"):
+                    c.trace = state.failed_traces.get((c.feature, c.scenario))
     info = state.info
     code = verdicts.exit_code
     if state.collect_errors and code == 0:

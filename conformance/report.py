@@ -14,6 +14,8 @@ from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from conformance.trace import Trace
+
 Verdict = Literal["pass", "fail", "not-offered", "incomplete", "error"]
 CheckOutcome = Literal["pass", "fail", "not-offered", "incomplete", "error"]
 VERDICTS: tuple[str, ...] = ("pass", "fail", "not-offered", "incomplete", "error")
@@ -43,6 +45,9 @@ class CheckResult(_Model):
     scenario: str
     outcome: CheckOutcome
     message: str | None = None
+    #: For a failed or errored check: the scenario's canonical trace (``schemas/trace.schema.json``),
+    #: so a kernel author sees what happened without re-running it.
+    trace: Trace | None = None
 
 
 class RequirementResult(_Model):

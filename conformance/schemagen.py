@@ -3,7 +3,8 @@ the pydantic models so that a kernel written in another language validates again
 the harness accepts. ``akc schemas --write`` regenerates them; ``--check`` (and a test) catches a
 checked-in schema that no longer matches its model.
 
-To add a schema, add one line to :data:`SCHEMAS`.
+To add a schema, add one line to :data:`SCHEMAS`. The wire protocol's schemas (``schemas/protocol/``)
+come from the second table, :func:`conformance.wire.messages.schema_files`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from conformance.messages import Message
 from conformance.paths import schemas_dir
 from conformance.report import Report
 from conformance.scenario import Scenario
+from conformance.trace import Trace
+from conformance.wire.messages import schema_files as _protocol_schema_files
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -31,7 +34,12 @@ SCHEMAS: dict[str, Any] = {
     "run-result.schema.json": RunResult,
     "adapter-info.schema.json": AdapterInfo,
     "report.schema.json": Report,
+    "trace.schema.json": Trace,
 }
+
+#: The stdio wire protocol's messages (docs/protocol.md): one schema per method's params and result.
+PROTOCOL_SCHEMAS: dict[str, Any] = _protocol_schema_files()
+SCHEMAS.update(PROTOCOL_SCHEMAS)
 
 
 def schema_of(name: str) -> dict[str, Any]:
@@ -69,6 +77,7 @@ def write(directory: Path | None = None) -> list[Path]:
     changed = []
     for name in SCHEMAS:
         path = target / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         text = render(name)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")

@@ -32,6 +32,30 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     Then 3 tool calls ran
     And every tool call of the run carries the TurnInfo of the turn
 
+  @IDENT-001
+  Scenario: The hook dispatches of a later turn carry that turn's TurnInfo, not an earlier one's
+    Given a tool "weather"
+    And the user message "Do I need an umbrella?"
+    And the user message "And tomorrow?" in session "s1"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model calls "weather" with {"city": "Charleston", "day": "tomorrow"} as "c2"
+    And the model answers "Sunny tomorrow."
+    When the kernel runs
+    Then every hook dispatch of each turn carries that turn's own turn id
+
+  @IDENT-002
+  Scenario: The tool calls of a later turn carry that turn's TurnInfo, not an earlier one's
+    Given a tool "weather"
+    And the user message "Do I need an umbrella?"
+    And the user message "And tomorrow?" in session "s1"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model calls "weather" with {"city": "Charleston", "day": "tomorrow"} as "c2"
+    And the model answers "Sunny tomorrow."
+    When the kernel runs
+    Then every tool call of each turn carries that turn's own turn id
+
   @IDENT-003
   Scenario: Journal records carry the ids of the turn they belong to
     Given a tool "weather"

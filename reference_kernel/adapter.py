@@ -7,6 +7,7 @@ approver, clock) is wired to the doubles; nothing here adds behaviour the kernel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -67,11 +68,14 @@ class _Wiring:
 
     accepts_turn = True  # the model provider wants the TurnInfo
 
-    def __init__(self, doubles: Doubles) -> None:
+    def __init__(self, doubles: Doubles, cache_turns: bool = True) -> None:
         self.doubles = doubles
         self._turns: dict[str, dict[str, Any]] = {}
+        self._cache = cache_turns  # off: a kernel that hands out different TurnInfos per turn_id
 
     def turn(self, turn: TurnInfo) -> dict[str, Any]:
+        if not self._cache:
+            return turn.as_dict()
         d = self._turns.get(turn.turn_id)
         if d is None:
             d = self._turns[turn.turn_id] = turn.as_dict()
@@ -149,8 +153,20 @@ def _tool_spec(tool: ToolDef) -> ToolSpec:
     )
 
 
-def build(scenario: Scenario, doubles: Doubles) -> tuple[LoopCore, _Wiring]:
-    """The kernel for a scenario; raises ConfigError for a configuration it refuses."""
+def build(
+    scenario: Scenario,
+    doubles: Doubles,
+    *,
+    kernel_cls: type[Kernel] = Kernel,
+    agent_cls: type[CommonAgent] = CommonAgent,
+    ids_factory: Callable[[Callable[[], float]], Callable[[], str]] = IdGenerator,
+    journal_factory: Callable[[Callable[[], str]], Any] = MemoryJournal,
+    cache_turns: bool = True,
+) -> tuple[LoopCore, _Wiring]:
+    """The kernel for a scenario; raises ConfigError for a configuration it refuses.
+
+    The keyword arguments let the self-test swap one part (a mutant or legal-variant subclass,
+    another id generator or journal); the defaults are the reference kernel."""
     b = scenario.bounds
     profile = ProfileConfig(
         profile_id=scenario.profile_id,
@@ -175,19 +191,19 @@ def build(scenario: Scenario, doubles: Doubles) -> tuple[LoopCore, _Wiring]:
     merge_tags(scenario.session_tags)
     for message in scenario.user_messages:
         merge_tags(message.tags)
-    wiring = _Wiring(doubles)
+    wiring = _Wiring(doubles, cache_turns)
     hooks = HookRegistry()
     for hook in scenario.hooks:
         hooks.register(hook.point, hook.id, wiring.hook(hook.id))
     tools = [(_tool_spec(t), None if t.subagent is not None else wiring.tool(t.name)) for t in scenario.tools]
-    face = Kernel if scenario.profile == "kernel" else CommonAgent
-    ids = IdGenerator(doubles.now)  # one generator for every id, so they sort by creation
+    face = kernel_cls if scenario.profile == "kernel" else agent_cls
+    ids = ids_factory(doubles.now)  # one generator for every id, so they sort by creation
     kernel = face(
         profile,
         wiring,
         tools,
         hooks,
-        journal=MemoryJournal(ids),
+        journal=journal_factory(ids),
         clock=doubles.now,
         ids=ids,
         spans=MemorySpanRecorder(doubles.now),
@@ -199,6 +215,11 @@ def build(scenario: Scenario, doubles: Doubles) -> tuple[LoopCore, _Wiring]:
 
 
 class ReferenceAdapter:
+    """Without arguments: the reference kernel. The keywords (used by ``conformance.selftest``)
+    swap the kernel or agent class, the id generator or journal, or what ``info`` declares;
+    ``cache_turns=False`` turns the TurnInfo dict cache off (for a kernel that hands out
+    different TurnInfos under one turn_id)."""
+
     info = AdapterInfo(
         name="reference-kernel",
         version=reference_kernel.__version__,
@@ -207,9 +228,38 @@ class ReferenceAdapter:
         doom_loop_subtype=DOOM_LOOP,
     )
 
+    def __init__(
+        self,
+        *,
+        kernel_cls: type[Kernel] = Kernel,
+        agent_cls: type[CommonAgent] = CommonAgent,
+        name: str | None = None,
+        ids_factory: Callable[[Callable[[], float]], Callable[[], str]] = IdGenerator,
+        journal_factory: Callable[[Callable[[], str]], Any] = MemoryJournal,
+        doom_loop_subtype: str | None = None,
+        capabilities: list[str] | None = None,
+        cache_turns: bool = True,
+    ) -> None:
+        self._build = {
+            "kernel_cls": kernel_cls,
+            "agent_cls": agent_cls,
+            "ids_factory": ids_factory,
+            "journal_factory": journal_factory,
+            "cache_turns": cache_turns,
+        }
+        changes: dict[str, Any] = {}
+        if name is not None:
+            changes["name"] = name
+        if doom_loop_subtype is not None:
+            changes["doom_loop_subtype"] = doom_loop_subtype
+        if capabilities is not None:
+            changes["capabilities"] = list(capabilities)
+        if changes:
+            self.info = self.info.model_copy(update=changes)
+
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
         try:
-            kernel, _wiring = build(scenario, doubles)
+            kernel, _wiring = build(scenario, doubles, **self._build)
         except ConfigError as exc:
             return RunResult(rejected=Rejection(field=exc.field, message=exc.message))
         outcomes: list[Outcome | None] = [None] * len(scenario.user_messages)

@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then
 
-from conformance.expect import ConformanceFailure, HarnessError, expect_equal, show
+from conformance.expect import ConformanceFailure, HarnessError, expect_equal, expect_true, show
 from conformance.scenario import SubagentDef, ToolDef
 from conformance.steps.common import ScenarioContext
 
@@ -524,3 +524,37 @@ def content_owners(akc: ScenarioContext) -> dict[tuple[Any, ...], int]:
                 k += 1
     return owner
 
+
+
+def _per_turn_ids(akc: ScenarioContext, kind: str) -> list[list[tuple[str, Any]]]:
+    """For sequential turns: the (where, turn_id) of each ``kind`` event, grouped by turn; a turn
+    ends with its on_session_end dispatch (000: the last thing a turn does)."""
+    groups: list[list[tuple[str, Any]]] = [[]]
+    for where, e in turn_events(akc):
+        if e["kind"] == kind:
+            groups[-1].append((where, (normal_turn(e.get("turn")) or {}).get("turn_id")))
+        if e["kind"] == "hook" and e.get("point") == "on_session_end":
+            groups.append([])
+    return [g for g in groups if g]
+
+
+@then(parsers.re(r"every (?P<what>hook dispatch|tool call) of each turn carries that turn's own turn id$"))
+def ident_then_each_turn_own_id(akc: ScenarioContext, what: str) -> None:
+    """Over sequential turns of one session: the dispatches (or tool calls) of one turn all carry
+    one turn id, and each turn's differs from the others' — a TurnInfo kept from an earlier turn
+    fails here."""
+    groups = _per_turn_ids(akc, "hook" if what == "hook dispatch" else "tool_start")
+    expect_true(len(groups) >= 2, f"turns with a {what}", "at least 2", len(groups))
+    seen: dict[Any, int] = {}
+    for k, group in enumerate(groups, start=1):
+        ids = {turn_id for _, turn_id in group}
+        if len(ids) != 1:
+            raise ConformanceFailure(f"the turn ids of the {what}s of turn {k}", "one turn id", sorted(map(str, ids)))
+        (turn_id,) = ids
+        if turn_id in seen:
+            raise ConformanceFailure(
+                f"the turn id of the {what}s of turn {k}",
+                f"a new turn id (not turn {seen[turn_id]}'s)",
+                f"{turn_id} again (first at {group[0][0]})",
+            )
+        seen[turn_id] = k

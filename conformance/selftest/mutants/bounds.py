@@ -1,0 +1,401 @@
+"""Mutants of 003's bounds and limit-reached path (BOUND-*), cost roll-up (COST-*) and doom loop (DOOM-*)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+from conformance.adapter import Doubles, RunResult
+from conformance.scenario import Scenario
+from conformance.selftest.registry import mutant
+from reference_kernel.adapter import ReferenceAdapter
+from reference_kernel.cost import CostLedger
+from reference_kernel.kernel import DOOM_LOOP, MAX_BUDGET, MAX_TURNS, MAX_WALL_CLOCK, Kernel
+
+# ------------------------------------------------------------------ when bounds are checked
+
+
+@mutant("BOUND-001")
+class BoundSkipsPostApply(Kernel):
+    """The turn that reaches a bound skips its post-apply (bound checked too early)."""
+
+    async def _post_apply(self, run: Any, plan: dict[str, Any]) -> None:
+        run.turns_used += 1
+        try:
+            reached = self._check_bounds(run)
+        finally:
+            run.turns_used -= 1
+        if reached is None:
+            await super()._post_apply(run, plan)
+
+
+@mutant("BOUND-002")
+class MaxTurnsOffByOne(Kernel):
+    """max_turns fires one turn late (> instead of >=)."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        if limit == MAX_TURNS and run.turns_used == run.bounds.max_turns:
+            return None
+        return limit
+
+
+@mutant("BOUND-003")
+class MaxTurnsNeedsCostBound(Kernel):
+    """max_turns is honoured only when max_cost_usd is configured too."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        return None if limit == MAX_TURNS and run.bounds.max_cost_usd is None else limit
+
+
+@mutant("BOUND-006")
+class CostBoundOnlyWithTurns(Kernel):
+    """The cost and wall-clock dimensions are checked only when max_turns is set."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        return None if limit in (MAX_BUDGET, MAX_WALL_CLOCK) and run.bounds.max_turns is None else limit
+
+
+# ------------------------------------------------------------------ the limit-reached path
+
+
+@mutant("BOUND-007")
+class WallClockEndsAtOnce(Kernel):
+    """max_wall_clock_s ends the session at once, without the final tool-less turn."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        if limit == MAX_WALL_CLOCK:
+            self._end(run, "limit_reached", limit)
+            return
+        await super()._final_turn(run, limit)
+
+
+class LimitExceeded(Exception):
+    pass
+
+
+@mutant("BOUND-008")
+class LimitRaises(Kernel):
+    """A fired bound raises out of run_session instead of reporting an outcome."""
+
+    async def run_session(self, *args: Any, **kwargs: Any) -> Any:
+        result = await super().run_session(*args, **kwargs)
+        if result.subtype in (MAX_TURNS, MAX_BUDGET, MAX_WALL_CLOCK):
+            raise LimitExceeded(f"limit reached: {result.subtype}")
+        return result
+
+
+@mutant("BOUND-009")
+class TwoFinalCalls(Kernel):
+    """Two tool-less final turns after a bound."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        await self._run_turn(run, limit)
+        await super()._final_turn(run, limit)
+
+
+@mutant("BOUND-010")
+class FinalCallSendsToolSpecs(Kernel):
+    """The final request still offers the tool specs."""
+
+    def _build_request(self, run: Any, out: Any, limit: str | None) -> dict[str, Any]:
+        request = super()._build_request(run, out, limit)
+        if limit is not None:
+            request["tools"] = list(self._model_tools)
+        return request
+
+
+@mutant("BOUND-011")
+class NoSyntheticInstruction(Kernel):
+    """The final request has no tools but no instruction either."""
+
+    def _build_request(self, run: Any, out: Any, limit: str | None) -> dict[str, Any]:
+        request = super()._build_request(run, out, None)
+        if limit is not None:
+            request["tools"] = []
+        return request
+
+
+@mutant("BOUND-012")
+class FinalTurnRunsTools(Kernel):
+    """The final turn withholds the tools but still runs the tool calls of its answer."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        self._final_limit = limit
+        try:
+            await self._run_turn(run, None)
+        finally:
+            self._final_limit = None
+        self._end(run, "limit_reached", limit)
+
+    async def _pre_model_call(self, run: Any, payload: Any, limit: str | None) -> dict[str, Any]:
+        return await super()._pre_model_call(run, payload, limit or getattr(self, "_final_limit", None))
+
+
+@mutant("BOUND-013")
+class WrongMaxTurnsSubtype(Kernel):
+    """max_turns reports error_max_iterations."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        return "error_max_iterations" if limit == MAX_TURNS else limit
+
+
+@mutant("BOUND-014")
+class WrongBudgetSubtype(Kernel):
+    """max_cost_usd reports error_max_cost."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        return "error_max_cost" if limit == MAX_BUDGET else limit
+
+
+@mutant("BOUND-015")
+class WrongWallClockSubtype(Kernel):
+    """max_wall_clock_s reports error_timeout."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        return "error_timeout" if limit == MAX_WALL_CLOCK else limit
+
+
+@mutant("BOUND-017")
+class SoftByDefault(Kernel):
+    """Soft mode is on even when the session did not ask for it."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        run.bounds = run.bounds.model_copy(update={"soft": True})
+        await super()._final_turn(run, limit)
+
+
+# ------------------------------------------------------------------ cost
+
+
+@mutant("COST-001")
+class CostAtSessionEnd(Kernel):
+    """Usage is summed and costed once at session end instead of per event."""
+
+    async def _on_usage(self, turn: Any, chunk: dict[str, Any], ledger_key: str | None) -> dict[str, Any]:
+        pending = self.__dict__.setdefault("_pending", {}).setdefault(turn.turn_id, {})
+        for k in ("input_tokens", "output_tokens", "cached_input_tokens"):
+            pending[k] = pending.get(k, 0) + int(chunk.get(k) or 0)
+        return dict(pending)
+
+    async def _finish_run(self, run: Any) -> None:
+        pending = self.__dict__.get("_pending", {}).pop(run.turn.turn_id, None)
+        if pending:
+            await super()._on_usage(run.turn, {"type": "usage", **pending}, run.ledger_key)
+        await super()._finish_run(run)
+
+
+@mutant("COST-001")
+class CachedTokensAtInputPrice(Kernel):
+    """Cached input tokens are charged at the full input price."""
+
+    async def _on_usage(self, turn: Any, chunk: dict[str, Any], ledger_key: str | None) -> dict[str, Any]:
+        cached = int(chunk.get("cached_input_tokens") or 0)
+        out = await super()._on_usage(turn, {**chunk, "input_tokens": int(chunk.get("input_tokens") or 0) + cached, "cached_input_tokens": 0}, ledger_key)
+        self.usage[-1] = self.usage[-1].model_copy(update={"input_tokens": out["input_tokens"] - cached, "cached_input_tokens": cached})
+        return out
+
+
+@mutant("COST-003")
+class BudgetPerEvent(Kernel):
+    """The cost bound compares each event's cost with max_cost_usd, not the running sum."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        if limit != MAX_BUDGET:
+            return limit
+        last = next((e.cost_usd for e in reversed(self.usage) if e.turn_id == run.turn.turn_id), 0.0)
+        return limit if last >= (run.bounds.max_cost_usd or math.inf) else None
+
+
+@mutant("COST-004")
+class BudgetStrictlyAbove(Kernel):
+    """The cost bound fires only once the sum is above max_cost_usd, not equal to it."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        if limit == MAX_BUDGET and self.ledger.remaining(run.ledger_key) == 0:
+            return None
+        return limit
+
+
+class _RootlessLedger(CostLedger):
+    def open_session(self, session_id: str, parent_id: str | None = None, max_cost_usd: float | None = None) -> None:
+        super().open_session(session_id, None, max_cost_usd)
+
+
+@mutant("COST-005", also_expected=("COST-006", "COST-007"))
+class ChildCostNotRolledUp(Kernel):
+    """A sub-agent's ledger is a root of its own: its spend never reaches the parent."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ledger = _RootlessLedger()
+
+
+class _OwnBudgetLedger(CostLedger):
+    def open_session(self, session_id: str, parent_id: str | None = None, max_cost_usd: float | None = None) -> None:
+        super().open_session(session_id, parent_id, max_cost_usd)
+        if parent_id is not None and max_cost_usd is not None:
+            self._nodes[session_id].remaining = float(max_cost_usd)
+
+
+@mutant("COST-006")
+class ChildBudgetIsItsOwn(Kernel):
+    """A child's budget is its own max_cost_usd, not min(parent's remaining, own)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ledger = _OwnBudgetLedger()
+
+
+class _OneLevelLedger(CostLedger):
+    def charge(self, session_id: str, cost_usd: float) -> list[str]:
+        node = self._nodes[session_id]
+        for key in (session_id, node.parent):
+            if key is not None:
+                self._nodes[key].remaining -= cost_usd
+                self._nodes[key].spent += cost_usd
+        return []
+
+
+@mutant("COST-007")
+class ChargesParentOnly(Kernel):
+    """A charge is subtracted at the spender and its parent, not all the way to the root."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ledger = _OneLevelLedger()
+
+
+# ------------------------------------------------------------------ doom loop
+
+
+@mutant("DOOM-001", also_expected=("DOOM-003", "DOOM-004", "DOOM-005", "DOOM-006", "DOOM-008", "DOOM-009", "DOOM-010"))
+class NoDoomDetector(Kernel):
+    """No doom-loop detection at all."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        return None
+
+
+class _DefaultThreshold(ReferenceAdapter):
+    threshold = 6
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        if scenario.doom_loop.threshold is None:
+            doom = scenario.doom_loop.model_copy(update={"threshold": self.threshold})
+            scenario = scenario.model_copy(update={"doom_loop": doom})
+        return await super().run(scenario, doubles)
+
+
+@mutant("DOOM-003", profile="kernel")
+class DefaultThresholdSix(_DefaultThreshold):
+    """The default threshold is 6 (003 asks for 3 to 5)."""
+
+
+@mutant("DOOM-003", profile="kernel")
+class DefaultThresholdTwo(_DefaultThreshold):
+    """The default threshold is 2."""
+
+    threshold = 2
+
+
+@mutant("DOOM-004")
+class DoomThresholdPlusOne(Kernel):
+    """The detector fires at threshold + 1 identical calls."""
+
+    def __init__(self, profile: Any, *args: Any, **kwargs: Any) -> None:
+        doom = profile.doom_loop
+        doom = doom.model_copy(update={"threshold": doom.threshold + 1, "window_size": max(doom.window, doom.threshold + 1)})
+        super().__init__(profile.model_copy(update={"doom_loop": doom}), *args, **kwargs)
+
+
+@mutant("DOOM-005")
+class DoomSkipsPostApply(Kernel):
+    """The turn holding the threshold-th identical call skips its post-apply."""
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        self._calls = calls
+        return await super()._post_tool_calls(run, calls)
+
+    async def _post_apply(self, run: Any, plan: dict[str, Any]) -> None:
+        probe = copy.copy(run)
+        probe.doom = copy.deepcopy(run.doom)
+        if Kernel._check_doom(self, probe, self._calls) is None:
+            await super()._post_apply(run, plan)
+
+
+@mutant("DOOM-006")
+class DoomHashKeyOrder(Kernel):
+    """Calls are hashed from the arguments as given, so key order makes them different."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        for c in calls:
+            if c.entry is not None and c.entry.spec.kind != "interactive":
+                run.doom.record(c.name, repr(c.raw if c.raw is not None else c.call.get("args")))
+        return DOOM_LOOP if run.doom.fired() else None
+
+
+@mutant("DOOM-007")
+class DoomCountsNonConsecutive(Kernel):
+    """The detector counts repeats anywhere in the session, not in a row."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        seen = self.__dict__.setdefault("_seen", {}).setdefault(run.turn.turn_id, [])
+        for c in calls:
+            if c.entry is not None and c.entry.spec.kind != "interactive":
+                seen.append((c.name, repr(sorted((c.call.get("args") or {}).items()))))
+        return DOOM_LOOP if seen and seen.count(seen[-1]) >= run.doom.threshold else None
+
+
+@mutant("DOOM-008")
+class DoomCountsInteractive(Kernel):
+    """Interactive calls are compared too."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        for c in calls:
+            if c.entry is not None:
+                run.doom.record(c.name, c.raw if c.raw is not None else c.call.get("args"))
+        return DOOM_LOOP if run.doom.fired() else None
+
+
+@mutant("DOOM-009")
+class DoomEndsAtOnce(Kernel):
+    """A fired detector ends the session at once, without the final tool-less turn."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        if limit == DOOM_LOOP:
+            self._end(run, "limit_reached", limit)
+            return
+        await super()._final_turn(run, limit)
+
+
+@mutant("DOOM-009")
+class DoomWrongSubtype(Kernel):
+    """A fired detector reports another subtype than the one the adapter declares."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        return "error_loop" if super()._check_doom(run, calls) else None
+
+
+class DoomLoop(Exception):
+    pass
+
+
+@mutant("DOOM-010")
+class DoomRaises(Kernel):
+    """A fired detector raises out of run_session."""
+
+    async def run_session(self, *args: Any, **kwargs: Any) -> Any:
+        result = await super().run_session(*args, **kwargs)
+        if result.subtype == DOOM_LOOP:
+            raise DoomLoop("doom loop detected")
+        return result
+

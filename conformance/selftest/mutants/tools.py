@@ -1,0 +1,250 @@
+"""Mutants of 003's tool scheduling and gating (CONC-*, GATE-*), result order and done detection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.adapter import Doubles, RunResult
+from conformance.scenario import Scenario
+from conformance.selftest.registry import mutant
+from reference_kernel.adapter import ReferenceAdapter
+from reference_kernel.kernel import Kernel
+
+
+@mutant("CONC-001")
+class DataSourcesOneByOne(Kernel):
+    """All data-source calls run one after the other."""
+
+    async def _execute_data_source(self, run: Any, calls: list[Any]) -> None:
+        for c in calls:
+            await self._run_keyed(run, [c])
+
+
+@mutant("CONC-002")
+class KeyFieldsIgnored(Kernel):
+    """A safe operation's key-field values are not part of its key: equal keys run together."""
+
+    def _tool_key(self, c: Any) -> Any:
+        key = super()._tool_key(c)
+        return ("call", c.id) if key[0] == "key" else key
+
+
+@mutant("CONC-003", also_expected=("CONC-004",))
+class DeclaredUnsafeRunsFree(Kernel):
+    """An operation declared safe: false gets a key per call, so its calls overlap."""
+
+    def _tool_key(self, c: Any) -> Any:
+        spec = c.entry.spec.concurrency
+        return ("call", c.id) if spec is not None and not spec.safe else super()._tool_key(c)
+
+
+@mutant("CONC-004")
+class LockPerOperation(Kernel):
+    """Unsafe and undeclared operations lock per operation instead of provider-wide."""
+
+    def _tool_key(self, c: Any) -> Any:
+        key = super()._tool_key(c)
+        return (*key, c.name) if key[0] == "provider" else key
+
+
+@mutant("CONC-005")
+class PlanAppliedOneByOne(Kernel):
+    """Approved resource calls are applied one after the other."""
+
+    async def _apply_plan(self, run: Any, plan: dict[str, Any], resources: list[Any]) -> None:
+        self._one_by_one = True
+        try:
+            await super()._apply_plan(run, plan, resources)
+        finally:
+            self._one_by_one = False
+
+    async def _run_keyed(self, run: Any, calls: list[Any]) -> None:
+        if getattr(self, "_one_by_one", False):
+            for c in calls:
+                await super()._run_keyed(run, [c])
+        else:
+            await super()._run_keyed(run, calls)
+
+
+@mutant("CONC-006")
+class OneGlobalLock(Kernel):
+    """Unsafe and undeclared operations of every provider share one global lock."""
+
+    def _tool_key(self, c: Any) -> Any:
+        key = super()._tool_key(c)
+        return ("provider", "*") if key[0] == "provider" else key
+
+
+@mutant("CONC-007")
+class InteractiveInParallel(Kernel):
+    """Interactive calls of a turn run in parallel."""
+
+    def _tool_key(self, c: Any) -> Any:
+        return ("call", c.id) if c.entry.spec.kind == "interactive" else super()._tool_key(c)
+
+    async def _execute_interactive(self, run: Any, calls: list[Any]) -> None:
+        if calls:
+            await self._run_keyed(run, await self._policy_precheck(run, calls))
+
+
+class _DropInteractiveSpec(ReferenceAdapter):
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        tools = [t.model_copy(update={"concurrency": None}) if t.kind == "interactive" else t for t in scenario.tools]
+        return await super().run(scenario.model_copy(update={"tools": tools}), doubles)
+
+
+@mutant("CONC-008", profile="kernel")
+class InteractiveSpecIgnored(_DropInteractiveSpec):
+    """A ConcurrencySpec on an interactive tool is silently ignored instead of refused."""
+
+
+@mutant("CONC-010")
+class SafeResourceSkipsPlan(Kernel):
+    """A resource call declared safe: true is run like a data source, outside the plan."""
+
+    @staticmethod
+    def _split_by_kind(calls: list[Any]) -> tuple[list[Any], list[Any], list[Any]]:
+        data, resources, interactive = Kernel._split_by_kind(calls)
+        safe = [c for c in resources if c.entry.spec.concurrency is not None and c.entry.spec.concurrency.safe]
+        return data + safe, [c for c in resources if c not in safe], interactive
+
+
+@mutant("GATE-001")
+class DataSourcesNotPrechecked(Kernel):
+    """Data-source calls skip the policy precheck."""
+
+    async def _execute_data_sources(self, run: Any, calls: list[Any]) -> None:
+        if calls:
+            await self._execute_data_source(run, calls)
+
+
+@mutant("GATE-001")
+class DataSourcesPrecheckedAfterwards(Kernel):
+    """Data-source calls run first; the precheck is consulted afterwards (audit only)."""
+
+    async def _execute_data_sources(self, run: Any, calls: list[Any]) -> None:
+        if calls:
+            await self._execute_data_source(run, calls)
+            await self._policy_precheck(run, calls)
+
+
+@mutant("GATE-002")
+class InteractiveNotPrechecked(Kernel):
+    """Interactive calls skip the policy precheck."""
+
+    async def _policy_precheck(self, run: Any, calls: list[Any]) -> list[Any]:
+        if calls and calls[0].entry.spec.kind == "interactive":
+            return calls
+        return await super()._policy_precheck(run, calls)
+
+
+@mutant("GATE-003")
+class DenialWithoutReason(Kernel):
+    """A denied call's result does not say why."""
+
+    async def _policy_precheck(self, run: Any, calls: list[Any]) -> list[Any]:
+        allowed = await super()._policy_precheck(run, calls)
+        for c in calls:
+            if c.is_error and c.content and c.content.startswith("Denied by policy"):
+                c.content = "Denied by policy"
+        return allowed
+
+
+@mutant("GATE-004")
+class PlanHoldsDataSources(Kernel):
+    """The plan handed to plan-ready also lists the turn's data-source calls."""
+
+    async def _execute_data_sources(self, run: Any, calls: list[Any]) -> None:
+        self._data_calls = calls
+        await super()._execute_data_sources(run, calls)
+
+    def _build_plan(self, resources: list[Any]) -> dict[str, Any]:  # type: ignore[override]
+        return Kernel._build_plan(list(getattr(self, "_data_calls", [])) + resources)
+
+
+@mutant("GATE-005", also_expected=("GATE-006",))
+class ResourcesRunBeforePlanReady(Kernel):
+    """Resource calls run as soon as the plan is built, before the plan-ready chain."""
+
+    def _build_plan(self, resources: list[Any]) -> dict[str, Any]:  # type: ignore[override]
+        self._resources = resources
+        return Kernel._build_plan(resources)
+
+    async def _plan_ready(self, run: Any, plan: dict[str, Any]) -> dict[str, Any]:
+        await self._run_keyed(run, self._resources)
+        return await super()._plan_ready(run, plan)
+
+    async def _apply_plan(self, run: Any, plan: dict[str, Any], resources: list[Any]) -> None:
+        return None
+
+
+@mutant("GATE-006")
+class VetoIgnored(Kernel):
+    """A vetoed plan item is applied anyway."""
+
+    async def _apply_plan(self, run: Any, plan: dict[str, Any], resources: list[Any]) -> None:
+        await self._run_keyed(run, resources)
+
+
+@mutant("TOOL-003", profile="kernel")
+class ResultsInFinishingOrder(Kernel):
+    """Tool results go back in the order the calls finished."""
+
+    async def _execute(self, c: Any, ctx: Any, parent_span: str | None) -> None:
+        await super()._execute(c, ctx, parent_span)
+        self.__dict__.setdefault("_finished", []).append(id(c))
+
+    def _order_results(self, calls: list[Any]) -> list[Any]:
+        done = self.__dict__.get("_finished", [])
+        return sorted(calls, key=lambda c: done.index(id(c)) if id(c) in done else -1)
+
+
+@mutant("TOOL-003", profile="kernel")
+class ResultsGroupedByKind(Kernel):
+    """Tool results go back grouped by kind (data sources, interactive, resources)."""
+
+    def _order_results(self, calls: list[Any]) -> list[Any]:
+        rank = {"data_source": 0, "interactive": 1, "resource": 2}
+        return sorted(calls, key=lambda c: rank.get(c.entry.spec.kind, -1) if c.entry else -1)
+
+
+@mutant("DONE-001")
+class WaitsForTerminalTool(Kernel):
+    """With a terminal tool registered, a plain answer is not final: the model is asked once more."""
+
+    def _done_check(self, tool_calls: list[dict[str, Any]]) -> bool:  # type: ignore[override]
+        if tool_calls or not any(e.spec.terminates_turn for e in self._tools.values()):
+            return not tool_calls
+        self._asked = getattr(self, "_asked", 0) + 1
+        return self._asked > 1
+
+
+@mutant("DONE-002")
+class TerminalToolIgnored(Kernel):
+    """terminates_turn is ignored: the loop goes on after a terminal tool."""
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        await super()._post_tool_calls(run, calls)
+        return False
+
+
+@mutant("DONE-003")
+class TerminalEndsBeforeItsPostToolCall(Kernel):
+    """A terminal tool ends the turn before its own post-tool-call is dispatched."""
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        for c in calls:
+            if c.entry is not None and c.entry.spec.terminates_turn:
+                return True
+            await self._dispatch(
+                "post-tool-call", {"call": c.call, "result": {"content": c.content, "is_error": c.is_error}}, run.turn, run.turn_span
+            )
+        return False
+
+
+@mutant("DONE-004")
+class TerminalOnlyWhenAlone(Kernel):
+    """A terminal tool ends the loop only when it was the only call of the message."""
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        return await super()._post_tool_calls(run, calls) and len(calls) == 1

@@ -1,0 +1,366 @@
+"""Run the suite against every mutant and variant and build the matrix (``akc selftest``).
+
+A mutant is *killed* when its run exits 1 and the requirement it breaks has the verdict ``fail``.
+A variant *passes* when its run of the full suite exits 0 (for a variant that changes one face
+only, the full suite of that face's profile). What a mutant runs is its *scope*, always in the
+profile it changes: ``target`` (the default, fast enough for CI) runs the requirement it breaks and
+those it is expected to break; ``area`` adds the gating rows of the same area and the
+requirements the smoke scenarios of that profile check; ``full`` runs the whole suite, which is
+what shows every requirement a mutant fails (how coarse the checks are).
+
+The jobs are spread over worker processes (each runs the suite in-process, one job after the
+other, through :func:`conformance.api.certify`), so imports and collection set-up are paid once
+per worker, and a mutant that corrupts process state cannot touch the parent.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from conformance.catalog import load_catalog
+from conformance.paths import features_dir
+from conformance.selftest.registry import Entry, entries
+
+#: A mutant that hangs (waits for a terminal tool that never comes...) should not cost the
+#: scenario's whole hard timeout; the reference kernel finishes every scenario far below this.
+MUTANT_TIMEOUT_CAP_S = 2.0
+
+#: pytest options that only cost time here: the matrix needs verdicts, not tracebacks, and the
+#: unraisable/thread-exception plugins run gc.collect() several times per session (half the time
+#: of a small run).
+FAST_ARGS = ("-p", "no:unraisableexception", "-p", "no:threadexception", "--tb=line")
+
+REQ_TAG = re.compile(r"@([A-Z]+-[0-9]{3})\b")
+
+
+@dataclass
+class Job:
+    name: str
+    kind: str
+    spec: str
+    profile: str | None
+    reqs: list[str] | None  # None: the full suite
+
+
+@dataclass
+class JobResult:
+    name: str
+    kind: str
+    exit_code: int
+    verdicts: dict[str, str] = field(default_factory=dict)
+    duration_s: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class Row:
+    entry: Entry
+    job: Job
+    result: JobResult
+
+    @property
+    def ok(self) -> bool:
+        """Mutant: killed by its own requirement. Variant: passes everything."""
+        if self.entry.kind == "mutant":
+            return self.killed
+        return self.result.exit_code == 0 and self.result.error is None
+
+    @property
+    def killed(self) -> bool:
+        return self.result.exit_code == 1 and self.result.verdicts.get(self.entry.breaks or "") == "fail"
+
+    @property
+    def failed(self) -> list[str]:
+        return sorted(r for r, v in self.result.verdicts.items() if v in ("fail", "error", "incomplete"))
+
+    @property
+    def others(self) -> list[str]:
+        """Failing requirements besides the one the mutant breaks."""
+        return [r for r in self.failed if r != self.entry.breaks]
+
+    @property
+    def unexpected(self) -> list[str]:
+        return [r for r in self.others if r not in self.entry.also_expected]
+
+
+@dataclass
+class Matrix:
+    rows: list[Row]
+    duration_s: float
+    workers: int
+    scope: str
+    partial: bool = False  # only some entries were run (--only): coverage is not judged
+
+    @property
+    def mutants(self) -> list[Row]:
+        return [r for r in self.rows if r.entry.kind == "mutant"]
+
+    @property
+    def variants(self) -> list[Row]:
+        return [r for r in self.rows if r.entry.kind == "variant"]
+
+    @property
+    def ok(self) -> bool:
+        """Every mutant killed, every variant passing, and every gating requirement covered by a
+        mutant that is killed."""
+        return all(r.ok for r in self.rows) and not self.uncovered
+
+    @property
+    def survivors(self) -> list[Row]:
+        return [r for r in self.mutants if not r.killed]
+
+    @property
+    def uncovered(self) -> list[str]:
+        """Gating black-box requirements with no killed mutant (of their profile) breaking them."""
+        return [] if self.partial else uncovered([r.entry for r in self.mutants if r.killed])
+
+    def coarsest(self, n: int = 3) -> list[tuple[str, int, str]]:
+        """The requirements whose mutants fail the most other requirements: (id, count, mutant).
+        Meaningful with scope ``full``; a high count points at checks that are too coarse (or
+        at a mutant that breaks the loop itself)."""
+        best: dict[str, tuple[int, str]] = {}
+        for r in self.mutants:
+            count = len(r.others)
+            if r.entry.breaks and count > best.get(r.entry.breaks, (-1, ""))[0]:
+                best[r.entry.breaks] = (count, r.entry.name)
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        return [(rid, count, name) for rid, (count, name) in ranked[:n] if count > 0]
+
+    def summary_line(self) -> str:
+        killed = sum(r.killed for r in self.mutants)
+        passing = sum(r.ok for r in self.variants)
+        return f"mutants killed {killed}/{len(self.mutants)}, variants passing {passing}/{len(self.variants)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary_line(),
+            "ok": self.ok,
+            "duration_s": round(self.duration_s, 2),
+            "workers": self.workers,
+            "scope": self.scope,
+            "uncovered": self.uncovered,
+            "coarsest": [{"breaks": rid, "other_failures": count, "mutant": name} for rid, count, name in self.coarsest()],
+            "mutants": [
+                {
+                    "name": r.entry.name, "spec": r.entry.spec, "profile": r.entry.profile, "breaks": r.entry.breaks,
+                    "description": r.entry.description, "killed": r.killed, "verdict": r.result.verdicts.get(r.entry.breaks or ""),
+                    "exit_code": r.result.exit_code, "also_failed": r.others, "unexpected": r.unexpected,
+                    "requirements_run": r.job.reqs, "duration_s": round(r.result.duration_s, 2), "error": r.result.error,
+                }
+                for r in self.mutants
+            ],
+            "variants": [
+                {
+                    "name": r.entry.name, "spec": r.entry.spec, "description": r.entry.description, "passed": r.ok,
+                    "exit_code": r.result.exit_code, "failed": r.failed, "duration_s": round(r.result.duration_s, 2),
+                    "error": r.result.error,
+                }
+                for r in self.variants
+            ],
+        }
+
+
+# --------------------------------------------------------------------------- what to run
+
+
+def gating_rows(profile: str) -> list[str]:
+    return [r.id for r in load_catalog().gating(profile) if r.testability == "black-box"]
+
+
+def uncovered(mutants: list[Entry]) -> list[str]:
+    covered = {(m.breaks, p) for m in mutants for p in ([m.profile] if m.profile else ["kernel", "commonagent"])}
+    missing = []
+    for profile in ("kernel", "commonagent"):
+        missing += [f"{rid} ({profile})" for rid in gating_rows(profile) if (rid, profile) not in covered]
+    return missing
+
+
+@cache
+def smoke_reqs(profile: str) -> frozenset[str]:
+    """Requirement ids the smoke scenarios of a profile check (parsed from the smoke feature)."""
+    ids: set[str] = set()
+    for path in features_dir().rglob("*.feature"):
+        text = path.read_text(encoding="utf-8")
+        if "@smoke" not in text.split("Feature:", 1)[0]:
+            continue
+        tags: list[str] = []
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("@"):
+                tags += line.split()
+            elif line.startswith(("Scenario", "Scenario Outline")):
+                if f"@{profile}" in tags or not ({"@kernel", "@commonagent"} & set(tags)):
+                    ids.update(REQ_TAG.findall(" ".join(tags)))
+                tags = []
+    return frozenset(ids)
+
+
+SCOPES = ("target", "area", "full")
+
+
+def job_for(entry: Entry, scope: str = "target") -> Job:
+    if entry.kind == "variant" or scope == "full":
+        return Job(entry.name, entry.kind, entry.spec, entry.profile, None)
+    profile = entry.profile or "kernel"
+    reqs = [entry.breaks or "", *entry.also_expected]
+    if scope == "area":
+        reqs += [r for r in gating_rows(profile) if r.split("-", 1)[0] == entry.area] + sorted(smoke_reqs(profile))
+    known = set(load_catalog().ids())
+    return Job(entry.name, entry.kind, entry.spec, entry.profile, [r for r in dict.fromkeys(reqs) if r in known])
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run_job(job: Job) -> JobResult:
+    """Certify one mutant or variant in this process."""
+    from conformance.api import certify
+    from conformance.selftest.registry import REGISTRY
+
+    entries()
+    started = time.perf_counter()
+    try:
+        cap = MUTANT_TIMEOUT_CAP_S if job.kind == "mutant" else None
+        report = certify(REGISTRY[job.name].make, profile=job.profile, reqs=job.reqs, timeout_cap_s=cap, pytest_args=FAST_ARGS)
+    except Exception as exc:  # a harness error: neither killed nor passing, say why
+        return JobResult(job.name, job.kind, 3, {}, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500])
+    return JobResult(job.name, job.kind, report.exit_code, report.verdicts(), time.perf_counter() - started)
+
+
+def _worker(jobs_path: str, out_path: str) -> None:
+    """Run the jobs of ``jobs_path`` that no other worker has claimed (a claim is a file created
+    with O_EXCL next to it), so the workers share one queue without talking to each other."""
+    jobs = [Job(**j) for j in json.loads(Path(jobs_path).read_text(encoding="utf-8"))]
+    claims = Path(jobs_path).with_suffix(".claims")
+    claims.mkdir(exist_ok=True)
+    ran = 0
+    with open(out_path, "w", encoding="utf-8") as out:
+        for job in jobs:
+            try:
+                os.close(os.open(claims / job.name, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                continue
+            out.write(json.dumps(asdict(run_job(job))) + "\n")
+            out.flush()
+            ran += 1
+            if ran == 1:
+                gc.freeze()  # what the first run imported stays: later collections skip it
+
+
+def _cost(job: Job) -> float:
+    return 20.0 if job.reqs is None else 1.0 + len(job.reqs)
+
+
+def _spawn(jobs: list[Job], workers: int, tmp: Path, env: dict[str, str]) -> tuple[dict[str, JobResult], str]:
+    """Run ``jobs`` (costliest first) on ``workers`` processes; the results that came back, and
+    the last stderr line of a worker that died (empty when none did)."""
+    tmp.mkdir()
+    jobs_path = tmp / "jobs.json"
+    jobs_path.write_text(json.dumps([asdict(j) for j in sorted(jobs, key=_cost, reverse=True)]), encoding="utf-8")
+    procs = []
+    for i in range(workers):
+        out_path, err_path = tmp / f"out-{i}.jsonl", tmp / f"err-{i}.txt"
+        with open(err_path, "w", encoding="utf-8") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "conformance.selftest.runner", "--worker", str(jobs_path), str(out_path)],
+                env=env, stdout=subprocess.DEVNULL, stderr=err,
+            )
+        procs.append((proc, out_path, err_path))
+    done: dict[str, JobResult] = {}
+    died = ""
+    for proc, out_path, err_path in procs:
+        proc.wait()
+        if out_path.exists():
+            for line in out_path.read_text(encoding="utf-8").splitlines():
+                r = JobResult(**json.loads(line))
+                done[r.name] = r
+        if proc.returncode != 0:
+            tail = err_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
+            died = f"worker exited {proc.returncode}: {tail[0] if tail else 'no output'}"
+    return done, died
+
+
+def run_jobs(jobs: list[Job], workers: int) -> list[JobResult]:
+    if workers <= 1:
+        return [run_job(job) for job in jobs]
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "akc-hypothesis"))
+    with tempfile.TemporaryDirectory(prefix="akc-selftest-") as tmp:
+        done, died = _spawn(jobs, min(workers, len(jobs)), Path(tmp, "run"), env)
+        missing = [j for j in jobs if j.name not in done]
+        if missing and died:  # a worker died (a mutant took its process down): once more, alone
+            again, died = _spawn(missing, 1, Path(tmp, "retry"), env)
+            done.update(again)
+    return [done.get(j.name) or JobResult(j.name, j.kind, 3, {}, 0.0, died or "no result") for j in jobs]
+
+
+def run_selftest(*, scope: str = "target", workers: int | None = None, names: list[str] | None = None) -> Matrix:
+    """Run every mutant and variant (or only ``names``) and return the matrix."""
+    if scope not in SCOPES:
+        raise ValueError(f"unknown scope {scope!r} (use {', '.join(SCOPES)})")
+    started = time.perf_counter()
+    chosen = [e for e in entries() if names is None or e.name in names]
+    jobs = [job_for(e, scope) for e in chosen]
+    # Twice the cores: a mutant that hangs sleeps until its capped timeout, and another job can
+    # use the core meanwhile.
+    workers = max(1, min(workers or 2 * (os.cpu_count() or 1), len(jobs)))
+    by_name = {r.name: r for r in run_jobs(jobs, workers)}
+    rows = [Row(e, j, by_name[e.name]) for e, j in zip(chosen, jobs)]
+    return Matrix(rows, time.perf_counter() - started, workers, scope, partial=names is not None)
+
+
+# --------------------------------------------------------------------------- printing
+
+
+def render(matrix: Matrix, *, verbose: bool = False) -> str:
+    lines = ["MUTANTS (breaks -> killed?; other requirements failed)"]
+    for r in matrix.mutants:
+        mark = "killed  " if r.killed else "SURVIVED"
+        verdict = r.result.verdicts.get(r.entry.breaks or "", "not run")
+        extra = f"  also: {', '.join(r.others)}" if r.others else ""
+        err = f"  [{r.result.error}]" if r.result.error else ""
+        lines.append(f"  {mark} {r.entry.breaks:<11} {r.entry.profile or '':<11} {r.entry.name} ({verdict}, exit {r.result.exit_code}){extra}{err}")
+        if verbose:
+            lines.append(f"           {r.entry.description.rstrip('.')}; ran {'full suite' if r.job.reqs is None else ', '.join(r.job.reqs)}")
+    lines.append("VARIANTS (full suite -> passes?)")
+    for r in matrix.variants:
+        mark = "pass" if r.ok else "FAIL"
+        failed = f"  failed: {', '.join(r.failed)}" if r.failed else ""
+        err = f"  [{r.result.error}]" if r.result.error else ""
+        lines.append(f"  {mark} {r.entry.name} (exit {r.result.exit_code}){failed}{err}")
+        if verbose:
+            lines.append(f"       {r.entry.description}")
+    if matrix.uncovered:
+        lines.append(f"NO KILLED MUTANT for: {', '.join(matrix.uncovered)}")
+    coarse = matrix.coarsest() if matrix.scope == "full" else []
+    if coarse:
+        lines.append("most other requirements failed by one mutant: " + "; ".join(f"{rid} {count} ({name})" for rid, count, name in coarse))
+    scope = {
+        "full": "the full suite of their profile",
+        "area": "their requirement(s) + the gating rows of their area + the smoke requirements, in their profile",
+        "target": "the requirement they break (+ those they are expected to break), in their profile",
+    }[matrix.scope]
+    lines.append(f"mutants ran: {scope}; variants ran: the full suite; {matrix.workers} worker(s), {matrix.duration_s:.1f} s")
+    lines.append(matrix.summary_line())
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        _worker(sys.argv[2], sys.argv[3])
+    else:
+        print("usage: python -m conformance.selftest.runner --worker JOBS.json OUT.jsonl", file=sys.stderr)
+        sys.exit(2)

@@ -112,19 +112,13 @@ class AkcState:
 
 
 def _recording_runner(state: AkcState) -> PortalRunner:
-    """A PortalRunner that hands every ScenarioRun to ``state.record`` (for the traces): those of
-    ``run`` (a hang included) and of steps that drive ``call`` with doubles of their own."""
-    from conformance.runner import PortalRunner, ScenarioRun
+    """A PortalRunner that hands every ScenarioRun of ``run`` (a hang included) to
+    ``state.record`` (for the traces)."""
+    from conformance.runner import PortalRunner
 
     class RecordingRunner(PortalRunner):
-        def call(self, func: Any, *args: Any, timeout: float) -> Any:
-            result = super().call(func, *args, timeout=timeout)
-            if isinstance(result, ScenarioRun):
-                state.record(result)
-            return result
-
-        def run(self, adapter: Any, scenario: Any) -> Any:
-            result = super().run(adapter, scenario)
+        def run(self, adapter: Any, scenario: Any, **options: Any) -> Any:
+            result = super().run(adapter, scenario, **options)
             state.record(result)
             return result
 

@@ -211,11 +211,13 @@ class PortalRunner:
             future.cancel()
             raise TimeoutError from None
 
-    def run(self, adapter: Any, scenario: Scenario) -> ScenarioRun:
-        """Run a scenario synchronously; a kernel that blocks the loop is reported as hung."""
+    def run(self, adapter: Any, scenario: Scenario, *, rendezvous_timeout_s: float | None = None) -> ScenarioRun:
+        """Run a scenario synchronously; a kernel that blocks the loop is reported as hung.
+        ``rendezvous_timeout_s`` shortens the doubles' rendezvous and finish-order waits (for
+        checks where a wait that times out is tolerated)."""
         if self.timeout_cap_s is not None and scenario.timeout_s > self.timeout_cap_s:
             scenario = scenario.model_copy(update={"timeout_s": self.timeout_cap_s})
-        doubles = HarnessDoubles(scenario)
+        doubles = HarnessDoubles(scenario, rendezvous_timeout_s=rendezvous_timeout_s)
         limit = scenario.timeout_s + self.grace_s
         try:
             return self.call(_run_with, adapter, scenario, doubles, timeout=limit)

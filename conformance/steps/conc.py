@@ -20,10 +20,8 @@ from typing import Any
 from pytest_bdd import given, parsers, then, when
 
 from conformance.adapter import RunResult
-from conformance.doubles import HarnessDoubles
 from conformance.expect import AdapterError, ConformanceFailure, HarnessError, Unsupported, expect_order, show
-from conformance.runner import ScenarioRun, hang_diagnostic, run_scenario
-from conformance.scenario import Scenario
+from conformance.runner import ScenarioRun
 from conformance.steps.common import ScenarioContext, split_ids
 
 _QUOTED = r'"([^"]*)"'
@@ -44,28 +42,9 @@ def soft_groups(akc: ScenarioContext) -> list[list[str]]:
 SOFT_WAIT_S = 0.1
 
 
-async def _run_with(adapter: Any, scenario: Scenario, doubles: HarnessDoubles) -> ScenarioRun:
-    return await run_scenario(adapter, scenario, doubles=doubles)
-
-
 def _run_with_short_waits(akc: ScenarioContext) -> ScenarioRun:
-    """PortalRunner.run, with doubles whose rendezvous and finish-order waits are SOFT_WAIT_S."""
-    runner = akc.runner
-    scenario = akc.final_scenario()
-    cap = getattr(runner, "timeout_cap_s", None)
-    if cap is not None and scenario.timeout_s > cap:
-        scenario = scenario.model_copy(update={"timeout_s": cap})
-    doubles = HarnessDoubles(scenario, rendezvous_timeout_s=SOFT_WAIT_S)
-    limit = scenario.timeout_s + getattr(runner, "grace_s", 3.0)
-    try:
-        return runner.call(_run_with, akc.adapter, scenario, doubles, timeout=limit)
-    except TimeoutError:
-        abandon = getattr(runner, "_abandon", None)
-        if abandon is not None:
-            abandon()
-        run = ScenarioRun(scenario=scenario, timed_out=True, doubles=doubles, log=doubles.log.events)
-        run.diagnostic = hang_diagnostic(scenario, doubles, limit) + " (the kernel blocked the event loop)"
-        return run
+    """The scenario, with doubles whose rendezvous and finish-order waits are SOFT_WAIT_S."""
+    return akc.runner.run(akc.adapter, akc.final_scenario(), rendezvous_timeout_s=SOFT_WAIT_S)
 
 
 def run_tolerant(akc: ScenarioContext, *, all_soft: bool = False) -> RunResult:

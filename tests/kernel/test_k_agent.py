@@ -23,6 +23,9 @@ from reference_kernel.config import (
     current_call,
 )
 
+from kernel_fakes import ListProvider, Log, call, text
+from kernel_fakes import recording_hooks as _recording_hooks
+
 POINTS = (
     "on_session_start",
     "pre_llm_call",
@@ -45,52 +48,9 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def call(cid: str, name: str, args: Any = None) -> dict[str, Any]:
-    return {"type": "tool_use", "id": cid, "name": name, "input_json": json.dumps(args or {})}
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-class ListProvider:
-    """Answers request k with responses[k] (chunks, or a callable making an async generator)."""
-
-    def __init__(self, *responses: Any) -> None:
-        self.responses = list(responses)
-        self.requests: list[dict[str, Any]] = []
-
-    async def stream(self, request: dict[str, Any]):
-        self.requests.append(request)
-        response = self.responses[min(len(self.requests) - 1, len(self.responses) - 1)]
-        if callable(response):
-            async for chunk in response():
-                yield chunk
-            return
-        for chunk in response:
-            yield chunk
-
-
-class Log:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    def points(self) -> list[str]:
-        return [e for e, _ in self.events]
-
 
 def recording_hooks(log: Log, outcomes: dict[str, Any] | None = None) -> HookRegistry:
-    hooks = HookRegistry()
-    outcomes = outcomes or {}
-    for point in POINTS:
-
-        async def hook(p: str, payload: Any, turn: Any, _point: str = point) -> Any:
-            log.events.append((_point, payload))
-            out = outcomes.get(_point)
-            return out(payload) if callable(out) else out
-
-        hooks.register(point, f"rec-{point}", hook)
-    return hooks
+    return _recording_hooks(POINTS, log, outcomes)
 
 
 def echo(log: Log):

@@ -25,6 +25,9 @@ from reference_kernel.cost import Pricing
 from reference_kernel.errors import ConfigError
 from reference_kernel.kernel import Kernel
 
+from kernel_fakes import ListProvider, Log, call, text
+from kernel_fakes import recording_hooks as _recording_hooks
+
 SAFE = ConcurrencySpec(safe=True)
 POINTS = (
     "session-start",
@@ -44,57 +47,8 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-# --------------------------------------------------------------------------- fakes
-
-
-def call(cid: str, name: str, args: Any = None, raw: str | None = None) -> dict[str, Any]:
-    return {"type": "tool_use", "id": cid, "name": name, "input_json": raw if raw is not None else json.dumps(args or {})}
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-class ListProvider:
-    """Answers request k with responses[k] (a list of chunks, or a callable making an async gen);
-    past the end it repeats the last one. Records every request."""
-
-    def __init__(self, *responses: Any) -> None:
-        self.responses = list(responses)
-        self.requests: list[dict[str, Any]] = []
-
-    async def stream(self, request: dict[str, Any]):
-        self.requests.append(request)
-        k = min(len(self.requests) - 1, len(self.responses) - 1)
-        response = self.responses[k]
-        if callable(response):
-            async for chunk in response():
-                yield chunk
-            return
-        for chunk in response:
-            yield chunk
-
-
-class Log:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    def points(self) -> list[str]:
-        return [e for e, _ in self.events]
-
-
 def recording_hooks(log: Log, outcomes: dict[str, Any] | None = None) -> HookRegistry:
-    hooks = HookRegistry()
-    outcomes = outcomes or {}
-    for point in POINTS:
-
-        async def hook(p: str, payload: Any, turn: Any, _point: str = point) -> Any:
-            log.events.append((_point, payload))
-            out = outcomes.get(_point)
-            return out(payload) if callable(out) else out
-
-        hooks.register(point, f"rec-{point}", hook)
-    return hooks
+    return _recording_hooks(POINTS, log, outcomes)
 
 
 def tool(log: Log, name: str = "t"):

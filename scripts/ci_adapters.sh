@@ -29,5 +29,13 @@ for k in "${kernels[@]}"; do
     status=1
   fi
 done
+if [[ " ${kernels[*]} " == *" hermes "* ]]; then
+  # hermes runs over the wire protocol: the harness is this environment's, the adapter the env's.
+  echo "== hermes-agent adapter: smoke set and source-confirmed verdicts"
+  if ! (cd "$repo" && python -m pytest tests/test_hermes_adapter.py -q -p no:cacheprovider); then
+    echo "ci_adapters: hermes: FAILED" >&2
+    status=1
+  fi
+fi
 [ $status -eq 0 ] && echo "ci_adapters: all adapter checks passed"
 exit $status

@@ -29,7 +29,7 @@ EXIT_HARNESS = 3
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"akc: error: {message}", err=True)
     raise typer.Exit(code)
 
 

@@ -33,7 +33,7 @@ def _one_line_error(result, *fragments: str) -> None:
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
+    assert lines[0].startswith("akc: error: ")
     for fragment in fragments:
         assert fragment in lines[0]
     assert "Traceback" not in result.output

@@ -41,7 +41,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conformance.scenario import Profile, Scenario
+import anyio
+from anyio.lowlevel import checkpoint
+
+from conformance.scenario import Profile, Scenario, UserMessage
 
 JSON = dict[str, Any]
 
@@ -247,5 +250,38 @@ class KernelAdapter(Protocol):
 
 
 AdapterFactory = Callable[[], KernelAdapter]
+
+
+async def run_user_messages(
+    scenario: Scenario,
+    run_one: Callable[[int, UserMessage, Any], Awaitable[None]],
+    prepare: Callable[[int, UserMessage], Awaitable[Any]] | None = None,
+) -> None:
+    """Run the scenario's user messages as the harness means them: each waits until every earlier
+    one has ended, unless it is marked ``concurrent`` (then it starts while they still run).
+
+    ``prepare(index, message)`` runs in message order before the message starts (create or look up
+    its session there, so two concurrent messages to a new session get the same one); its result is
+    ``run_one``'s third argument. ``run_one`` should report the kernel's own failures in its result,
+    not raise: what it raises is the adapter's breakage."""
+    async with anyio.create_task_group() as tg:
+        pending: list[anyio.Event] = []
+        for index, message in enumerate(scenario.user_messages):
+            if not message.concurrent:
+                for event in pending:
+                    await event.wait()
+            prepared = await prepare(index, message) if prepare is not None else None
+            done = anyio.Event()
+            pending.append(done)
+
+            async def one(index: int = index, message: UserMessage = message, prepared: Any = prepared,
+                          done: anyio.Event = done) -> None:
+                try:
+                    await run_one(index, message, prepared)
+                finally:
+                    done.set()
+
+            tg.start_soon(one)
+            await checkpoint()  # let it start before the next one
 
 Verdict = Literal["pass", "fail", "not-offered", "incomplete", "error"]

@@ -10,9 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import anyio
-from anyio.lowlevel import checkpoint
-
 import reference_kernel
 from conformance.adapter import (
     AdapterInfo,
@@ -23,9 +20,10 @@ from conformance.adapter import (
     Rejection,
     RunResult,
     Span,
+    run_user_messages,
 )
 from conformance.adapter import UsageEvent as UsageOut
-from conformance.scenario import Scenario, ToolDef
+from conformance.scenario import Scenario, ToolDef, UserMessage
 from reference_kernel.agent import CommonAgent
 from reference_kernel.cancel import CancellationToken
 from reference_kernel.concurrency import ConcurrencySpec
@@ -266,46 +264,38 @@ class ReferenceAdapter:
         raised: list[KernelRaised] = []
         sessions: dict[str, str] = {}
 
-        async def run_one(index: int, session_id: str, token: CancellationToken, done: anyio.Event) -> None:
-            text = scenario.user_messages[index].text
+        async def prepare(index: int, message: UserMessage) -> tuple[str, CancellationToken]:
+            session_id = sessions.get(message.session)
+            if session_id is None:
+                session_id = await kernel.new_session(
+                    message.text, list(scenario.session_tags) + list(message.tags)
+                )
+                sessions[message.session] = session_id
+            token = CancellationToken()
+            doubles.register_canceller(index, token.cancel)
+            return session_id, token
+
+        async def run_one(index: int, message: UserMessage, prepared: tuple[str, CancellationToken]) -> None:
+            session_id, token = prepared
             try:
                 if isinstance(kernel, Kernel):
-                    r = await kernel.run_session(session_id, text, token=token)
+                    r = await kernel.run_session(session_id, message.text, token=token)
                     outcomes[index] = Outcome(
                         message=index, session_id=r.session_id, turn_id=r.turn_id, status=r.status,
                         subtype=r.subtype, reply=r.reply, error=r.error,
                     )
                 else:
                     assert isinstance(kernel, CommonAgent)
-                    a = await kernel.run_turn(session_id, text, token=token)
+                    a = await kernel.run_turn(session_id, message.text, token=token)
                     outcomes[index] = Outcome(
                         message=index, session_id=a.session_id, turn_id=a.turn_id, status=a.status,
                         reply=a.reply, error=a.error,
                     )
             except Exception as exc:  # the kernel broke its contract: report it, do not hide it
                 raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
-            finally:
-                done.set()
 
         try:
-            async with anyio.create_task_group() as tg:
-                pending: list[anyio.Event] = []
-                for index, message in enumerate(scenario.user_messages):
-                    if not message.concurrent:
-                        for event in pending:
-                            await event.wait()
-                    session_id = sessions.get(message.session)
-                    if session_id is None:
-                        session_id = await kernel.new_session(
-                            message.text, list(scenario.session_tags) + list(message.tags)
-                        )
-                        sessions[message.session] = session_id
-                    token = CancellationToken()
-                    doubles.register_canceller(index, token.cancel)
-                    done = anyio.Event()
-                    pending.append(done)
-                    tg.start_soon(run_one, index, session_id, token, done)
-                    await checkpoint()  # let it start before the next one
+            await run_user_messages(scenario, run_one, prepare)
         except Exception as exc:
             raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
 

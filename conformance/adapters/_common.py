@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from anyio.lowlevel import checkpoint
 
 from conformance.adapter import (
     Doubles,
@@ -25,8 +24,9 @@ from conformance.adapter import (
     Outcome,
     RunResult,
     SessionRecord,
+    run_user_messages,
 )
-from conformance.scenario import Scenario
+from conformance.scenario import Scenario, UserMessage
 
 JSON = dict[str, Any]
 
@@ -162,11 +162,19 @@ async def run_messages(scenario: Scenario, doubles: Doubles, run_one: RunOne) ->
     cancel scope the harness's canceller cancels (the host cancelling the framework's task)."""
     run = Run(scenario, doubles, outcomes=[None] * len(scenario.user_messages))
 
-    async def one(index: int, session: Session, scope: anyio.CancelScope, done: anyio.Event) -> None:
-        text = scenario.user_messages[index].text
+    async def prepare(index: int, message: UserMessage) -> tuple[Session, anyio.CancelScope]:
+        session = run.sessions.get(message.session)
+        if session is None:
+            session = run.sessions[message.session] = Session(id=str(uuid.uuid4()), label=message.session)
+        scope = anyio.CancelScope()
+        doubles.register_canceller(index, scope.cancel)
+        return session, scope
+
+    async def one(index: int, message: UserMessage, prepared: tuple[Session, anyio.CancelScope]) -> None:
+        session, scope = prepared
         try:
             with scope:
-                run.outcomes[index] = await run_one(run, session, index, text)
+                run.outcomes[index] = await run_one(run, session, index, message.text)
             if scope.cancelled_caught:
                 run.outcomes[index] = Outcome(
                     message=index, session_id=session.id, status="cancelled", subtype="cancelled",
@@ -177,25 +185,9 @@ async def run_messages(scenario: Scenario, doubles: Doubles, run_one: RunOne) ->
             if bug is not None:
                 raise bug from exc
             run.raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)[:2000]))
-        finally:
-            done.set()
 
     try:
-        async with anyio.create_task_group() as tg:
-            pending: list[anyio.Event] = []
-            for index, message in enumerate(scenario.user_messages):
-                if not message.concurrent:
-                    for event in pending:
-                        await event.wait()
-                session = run.sessions.get(message.session)
-                if session is None:
-                    session = run.sessions[message.session] = Session(id=str(uuid.uuid4()), label=message.session)
-                scope = anyio.CancelScope()
-                doubles.register_canceller(index, scope.cancel)
-                done = anyio.Event()
-                pending.append(done)
-                tg.start_soon(one, index, session, scope, done)
-                await checkpoint()
+        await run_user_messages(scenario, one, prepare)
     except BaseExceptionGroup as group:  # an adapter bug in a message's task: raise it plainly
         bug = next((b for b in map(adapter_bug, group.exceptions) if b is not None), None)
         if bug is not None:

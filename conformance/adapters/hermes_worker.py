@@ -36,10 +36,11 @@ from conformance.adapter import (
     ToolCallRecord,
     ToolFailed,
     UsageEvent,
+    run_user_messages,
 )
 from conformance.adapters.hermes import ADAPTER_INFO, HERMES_POINTS
 from conformance.httpmodel.endpoint import from_chat_message, from_chat_request
-from conformance.scenario import Scenario
+from conformance.scenario import Scenario, UserMessage
 
 JSON = dict[str, Any]
 _END = object()
@@ -534,31 +535,14 @@ class HermesAdapter:
                 outcomes: list[Outcome | None] = [None] * len(scenario.user_messages)
                 raised: list[KernelRaised] = []
 
-                async def one(i: int) -> None:
-                    msg = scenario.user_messages[i]
+                async def one(i: int, msg: UserMessage, _prepared: Any) -> None:
                     doubles.register_canceller(i, lambda: _interrupt(run, msg.session))
                     try:
                         outcomes[i] = await anyio.to_thread.run_sync(run.run_message, i, msg.session, msg.text)
                     except Exception as exc:  # noqa: BLE001 - hermes raised out of run_conversation
                         raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
 
-                async with anyio.create_task_group() as tg:
-                    pending: list[anyio.Event] = []
-                    for i, msg in enumerate(scenario.user_messages):
-                        if not msg.concurrent:
-                            for ev in pending:
-                                await ev.wait()
-                            pending = []
-                        done = anyio.Event()
-                        pending.append(done)
-
-                        async def task(i: int = i, done: anyio.Event = done) -> None:
-                            try:
-                                await one(i)
-                            finally:
-                                done.set()
-
-                        tg.start_soon(task)
+                await run_user_messages(scenario, one)
                 journal, usage = await anyio.to_thread.run_sync(run.journal)
                 return RunResult(outcomes=[o for o in outcomes if o is not None], journal=journal, usage=usage,
                                  raised=raised[0] if raised else None)

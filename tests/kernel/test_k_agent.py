@@ -23,24 +23,11 @@ from reference_kernel.config import (
     current_call,
 )
 
+from conformance.scenario import COMMONAGENT_HOOK_POINTS
 from kernel_fakes import ListProvider, Log, call, text
 from kernel_fakes import recording_hooks as _recording_hooks
 
-POINTS = (
-    "on_session_start",
-    "pre_llm_call",
-    "pre_api_request",
-    "post_api_request",
-    "api_request_error",
-    "transform_api_error_classification",
-    "transform_llm_output",
-    "post_llm_call",
-    "pre_tool_call",
-    "post_tool_call",
-    "transform_tool_result",
-    "agent_loop_stopped",
-    "on_session_end",
-)
+POINTS = COMMONAGENT_HOOK_POINTS
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -25,21 +25,12 @@ from reference_kernel.cost import Pricing
 from reference_kernel.errors import ConfigError
 from reference_kernel.kernel import Kernel
 
+from conformance.scenario import KERNEL_HOOK_POINTS
 from kernel_fakes import ListProvider, Log, call, text
 from kernel_fakes import recording_hooks as _recording_hooks
 
 SAFE = ConcurrencySpec(safe=True)
-POINTS = (
-    "session-start",
-    "context-assemble",
-    "pre-model-call",
-    "post-model-response",
-    "pre-tool-call",
-    "plan-ready",
-    "post-tool-call",
-    "post-apply",
-    "session-end",
-)
+POINTS = KERNEL_HOOK_POINTS
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import reference_kernel
-from conformance.adapter import (
+from conformance.boundary.adapter import (
     AdapterInfo,
     Doubles,
     JournalDump,
@@ -22,8 +22,8 @@ from conformance.adapter import (
     Span,
     run_user_messages,
 )
-from conformance.adapter import UsageEvent as UsageOut
-from conformance.scenario import Scenario, ToolDef, UserMessage
+from conformance.boundary.adapter import UsageEvent as UsageOut
+from conformance.boundary.scenario import Scenario, ToolDef, UserMessage
 from reference_kernel.agent import CommonAgent
 from reference_kernel.cancel import CancellationToken
 from reference_kernel.concurrency import ConcurrencySpec

@@ -173,7 +173,7 @@ class ProfileConfig(_Config):
 
 @runtime_checkable
 class ModelProvider(Protocol):
-    """Streams chunk dicts (``text`` / ``tool_use`` / ``usage``, see conformance.adapter)."""
+    """Streams chunk dicts (``text`` / ``tool_use`` / ``usage``, see conformance.boundary.adapter)."""
 
     def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
 

@@ -1,7 +1,7 @@
 """Trace spans for 003's mandatory instrumentation points (turn, model call, tool, veto chain).
 
 The loop talks to a ``SpanRecorder``; ``MemorySpanRecorder`` keeps plain dicts shaped like
-``conformance.adapter.Span`` for the adapter to report, ``otel.OTelSpanRecorder`` exports them.
+``conformance.boundary.adapter.Span`` for the adapter to report, ``otel.OTelSpanRecorder`` exports them.
 Kinds used: session, turn, model_call, tool, veto_chain (and hook, other).
 """
 

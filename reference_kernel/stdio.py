@@ -24,8 +24,8 @@ from typing import Any
 
 import anyio
 
-from conformance.adapter import ModelCallError, ToolFailed
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import ModelCallError, ToolFailed
+from conformance.boundary.scenario import Scenario
 from conformance.wire.messages import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,

@@ -9,10 +9,10 @@ from typing import Any
 import anyio
 import pytest
 
-from conformance.adapter import Outcome
+from conformance.boundary.adapter import Outcome
 from conformance.adapters._common import AdapterBug, Hooks, adapter_bug, mapping, mapping_code, run_messages
-from conformance.doubles import HarnessDoubles
-from conformance.scenario import HookDef, Replace, Scenario, ScriptedOutcome, UserMessage
+from conformance.harness.doubles import HarnessDoubles
+from conformance.boundary.scenario import HookDef, Replace, Scenario, ScriptedOutcome, UserMessage
 
 
 def scenario(**kw: Any) -> Scenario:

@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 from pydantic import ValidationError
 
-from conformance import catalog as catalog_mod
-from conformance.adapter import CAPABILITIES
-from conformance.catalog import (
+from conformance.catalog import requirements as catalog_mod
+from conformance.boundary.adapter import CAPABILITIES
+from conformance.catalog.requirements import (
     CATALOG_PATH,
     Catalog,
     CatalogError,
@@ -18,7 +18,7 @@ from conformance.catalog import (
     load_catalog,
     parse_catalog,
 )
-from conformance.messages import AssistantMessage, ToolResultMessage, UserMessage, parse_message
+from conformance.boundary.messages import AssistantMessage, ToolResultMessage, UserMessage, parse_message
 
 SEED_000 = "000_84ba9c140ddd50a2.txt"
 SEED_001 = "001_e4c58649039f32c5.txt"

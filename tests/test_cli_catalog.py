@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conformance import cli
-from conformance.catalog import load_catalog
+from conformance.catalog.requirements import load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 

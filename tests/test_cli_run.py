@@ -16,7 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from conformance import cli_run
+from conformance.cli import run as cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the fakes are imported as tests.fakes.*
@@ -60,14 +60,14 @@ def test_run_reordering_adapter_exits_1_and_plugin_agrees(tmp_path: Path) -> Non
     assert out.returncode == 1, out.stdout + out.stderr
     assert "TOOL-003" in out.stdout and "fail" in out.stdout and "NOT conformant" in out.stdout
     # The same run through the pytest plugin (in-process, to keep the test fast).
-    from conformance.api import _plugin_autoloaded
+    from conformance.harness.certify import _plugin_autoloaded
 
     suite = ROOT / "conformance" / "suite"
     code = pytest.main(
         ["--pyargs", "conformance.suite", "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
          "-p", "no:cacheprovider", "-q", "--kernel", "tests.fakes.broken:reordering", "--akc-smoke",
          "--akc-json", str(tmp_path / "plugin.json"),
-         *([] if _plugin_autoloaded() else ["-p", "conformance.pytest_plugin"])]
+         *([] if _plugin_autoloaded() else ["-p", "conformance.harness.plugin"])]
     )
     assert code == 1
 

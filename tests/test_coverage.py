@@ -3,8 +3,8 @@ and no check names a requirement the catalog does not have."""
 
 import pytest
 
-from conformance import coverage
-from conformance.catalog import load_catalog
+from conformance.catalog import coverage
+from conformance.catalog.requirements import load_catalog
 
 
 @pytest.fixture(scope="module")

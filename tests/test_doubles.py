@@ -6,9 +6,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from conformance.adapter import ModelCallError, ToolFailed
-from conformance.doubles import EXHAUSTED_TEXT, HarnessDoubles, HookRaised, split_text
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import ModelCallError, ToolFailed
+from conformance.harness.doubles import EXHAUSTED_TEXT, HarnessDoubles, HookRaised, split_text
+from conformance.boundary.scenario import Scenario
 
 pytestmark = pytest.mark.anyio
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from conformance.api import SuiteOptions, run_suite
-from conformance.trace import Trace, dump, load
-from conformance.tracediff import DiffResult, compare, render
+from conformance.harness.certify import SuiteOptions, run_suite
+from conformance.trace.canonical import Trace, dump, load
+from conformance.trace.diff import DiffResult, compare, render
 
 SNAPSHOTS = Path(__file__).parent / "__snapshots__" / Path(__file__).stem
 

@@ -18,12 +18,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from conformance import certify  # noqa: E402
-from conformance.expect import ConformanceFailure, HarnessError, UsageError  # noqa: E402
-from conformance.loading import load_adapter  # noqa: E402
-from conformance.report import Report, to_junit, to_markdown, write_reports  # noqa: E402
-from conformance.runner import PortalRunner, run_sync  # noqa: E402
-from conformance.scenario import Scenario  # noqa: E402
-from conformance.verdicts import Check, ReqInfo, compute  # noqa: E402
+from conformance.errors import ConformanceFailure, HarnessError, UsageError  # noqa: E402
+from conformance.harness.loading import load_adapter  # noqa: E402
+from conformance.report.model import Report, to_junit, to_markdown, write_reports  # noqa: E402
+from conformance.harness.runner import PortalRunner, run_sync  # noqa: E402
+from conformance.boundary.scenario import Scenario  # noqa: E402
+from conformance.report.verdicts import Check, ReqInfo, compute  # noqa: E402
 from tests.fakes import broken  # noqa: E402
 from tests.fakes.fake_kernel import FakeAdapter  # noqa: E402
 
@@ -177,7 +177,7 @@ def test_not_offered_checks_do_not_count_as_a_pass() -> None:
 
 
 def _sample_report() -> Report:
-    from conformance.report import CheckResult, KernelInfo, RequirementResult, SuiteInfo, UntestableEntry
+    from conformance.report.model import CheckResult, KernelInfo, RequirementResult, SuiteInfo, UntestableEntry
 
     return Report(
         suite=SuiteInfo(version="0.1.0", catalog_version="x"),
@@ -219,7 +219,7 @@ def test_report_writers(tmp_path: Path) -> None:
 
 
 def _plugin_args() -> list[str]:
-    return [] if _autoloaded() else ["-p", "conformance.pytest_plugin"]
+    return [] if _autoloaded() else ["-p", "conformance.harness.plugin"]
 
 
 def test_plugin_is_inert_without_kernel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -255,13 +255,13 @@ def test_new_steps_module_is_picked_up(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def _autoloaded() -> bool:
-    from conformance.api import _plugin_autoloaded
+    from conformance.harness.certify import _plugin_autoloaded
 
     return _plugin_autoloaded()
 
 
 def test_async_step_is_rejected() -> None:
-    from conformance.pytest_plugin import pytest_bdd_before_step_call
+    from conformance.harness.plugin import pytest_bdd_before_step_call
 
     async def step_func() -> None: ...
 
@@ -332,7 +332,7 @@ def test_certify_usage_errors() -> None:
 
 
 def test_step_vocabulary_against_the_fake_kernel() -> None:
-    from conformance.api import _Collector
+    from conformance.harness.certify import _Collector
 
     vocab = ROOT / "tests" / "fakes" / "vocab"
     collector = _Collector()

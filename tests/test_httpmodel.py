@@ -17,10 +17,10 @@ import anyio
 import httpx
 import pytest
 
-from conformance.doubles import HarnessDoubles
+from conformance.harness.doubles import HarnessDoubles
 from conformance.httpmodel import ModelServer, ScriptedEndpoint, ScriptError, from_chat_request, load_script
 from conformance.httpmodel.respx_router import DEFAULT_BASE_URL, scripted_router
-from conformance.scenario import ModelDef, Scenario
+from conformance.boundary.scenario import ModelDef, Scenario
 from reference_kernel.errors import ProviderError
 from reference_kernel.providers import OpenAICompatProvider
 

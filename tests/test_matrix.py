@@ -9,9 +9,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from conformance import matrix as m
+from conformance.report import matrix as m
 from conformance.adapters import KERNELS, KernelEntry
-from conformance.report import CheckResult, KernelInfo, Report, RequirementResult, SuiteInfo
+from conformance.report.model import CheckResult, KernelInfo, Report, RequirementResult, SuiteInfo
 
 CATALOG = [
     {"id": "LOOP-001", "level": "MUST", "statement": "context-assemble first"},

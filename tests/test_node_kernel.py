@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance.scenario import Scenario
+from conformance.boundary.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "examples" / "node-kernel" / "kernel.js"

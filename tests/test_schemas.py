@@ -10,8 +10,9 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from conformance import cli, schemagen
-from conformance.catalog import CATALOG_PATH
+from conformance import cli
+from conformance.cli import schemagen
+from conformance.catalog.requirements import CATALOG_PATH
 from conformance.paths import schemas_dir
 
 
@@ -56,8 +57,8 @@ def test_message_schema_accepts_001_and_refuses_junk() -> None:
 
 
 def test_scenario_and_result_schemas_accept_their_defaults() -> None:
-    from conformance.adapter import AdapterInfo, RunResult
-    from conformance.scenario import Scenario
+    from conformance.boundary.adapter import AdapterInfo, RunResult
+    from conformance.boundary.scenario import Scenario
 
     _validator("scenario.schema.json").validate(
         Scenario(name="s", profile="kernel").model_dump(mode="json")

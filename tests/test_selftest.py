@@ -10,14 +10,14 @@ from __future__ import annotations
 import typer
 from typer.testing import CliRunner
 
-from conformance.catalog import load_catalog
-from conformance.loading import load_adapter
+from conformance.catalog.requirements import load_catalog
+from conformance.harness.loading import load_adapter
 from conformance.selftest.registry import entries
 from conformance.selftest.runner import job_for, render, run_selftest, uncovered
 
 
 def _app() -> typer.Typer:
-    from conformance import cli_selftest
+    from conformance.cli import selftest as cli_selftest
 
     app = typer.Typer()
     cli_selftest.register(app)

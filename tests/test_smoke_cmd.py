@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from conformance import cli_smoke
+from conformance.cli import smoke as cli_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the fakes are imported as tests.fakes.*

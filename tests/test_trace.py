@@ -16,13 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from conformance import cli, normalise
-from conformance.normalise import apply_freedoms, canonical_order, canonical_spans, renumber, scrub
+from conformance import cli
+from conformance.trace import normalise
+from conformance.trace.normalise import apply_freedoms, canonical_order, canonical_spans, renumber, scrub
 from conformance.paths import schemas_dir
-from conformance.runner import run_sync
-from conformance.scenario import HOOK_POINTS, Scenario
-from conformance.trace import build_trace, dump, load, trace_filename
-from conformance.tracediff import compare, diff_paths, render
+from conformance.harness.runner import run_sync
+from conformance.boundary.scenario import HOOK_POINTS, Scenario
+from conformance.trace.canonical import build_trace, dump, load, trace_filename
+from conformance.trace.diff import compare, diff_paths, render
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the fakes are imported as tests.fakes.*
@@ -276,7 +277,7 @@ def test_a_result_reordering_mutant_diverges_at_the_first_misplaced_tool_result(
 
 
 def diff_paths_of(a: Any, b: Any) -> Any:
-    from conformance.tracediff import DiffResult
+    from conformance.trace.diff import DiffResult
 
     d = compare(a, b)
     return DiffResult(a="A", b="B", compared=1, equal=0 if d else 1, differences=[d] if d else [])
@@ -339,7 +340,7 @@ def test_trace_file_names_are_slugs_of_feature_and_scenario() -> None:
 
 
 def test_run_writes_one_trace_per_scenario_and_failed_checks_carry_theirs(tmp_path: Path) -> None:
-    from conformance.api import SuiteOptions, run_suite
+    from conformance.harness.certify import SuiteOptions, run_suite
 
     run = run_suite(
         SuiteOptions(
@@ -365,7 +366,7 @@ def test_run_writes_one_trace_per_scenario_and_failed_checks_carry_theirs(tmp_pa
 
 def test_suite_traces_are_the_same_on_asyncio_and_trio(tmp_path: Path) -> None:
     """Real concurrency scenarios (rendezvous, finish orders) give one trace whatever the loop."""
-    from conformance.api import SuiteOptions, run_suite
+    from conformance.harness.certify import SuiteOptions, run_suite
 
     for backend in ("asyncio", "trio"):
         run = run_suite(SuiteOptions(reqs=["CONC-001", "CONC-002"], backend=backend, traces_dir=str(tmp_path / backend)))
@@ -389,7 +390,7 @@ def test_calls_that_run_one_at_a_time_keep_their_order() -> None:
 
 
 def test_a_new_run_clears_old_traces_but_nothing_else(tmp_path: Path) -> None:
-    from conformance.trace import clear_traces
+    from conformance.trace.canonical import clear_traces
     from reference_kernel.adapter import factory
 
     (tmp_path / "old.json").write_text(dump(_trace(factory(), _scenario())))
@@ -400,8 +401,8 @@ def test_a_new_run_clears_old_traces_but_nothing_else(tmp_path: Path) -> None:
 
 
 def test_traces_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
-    from conformance.api import SuiteOptions, run_suite
-    from conformance.expect import UsageError
+    from conformance.harness.certify import SuiteOptions, run_suite
+    from conformance.errors import UsageError
 
     (tmp_path / "f").write_text("x")
     with pytest.raises(UsageError, match="not a folder"):

@@ -28,7 +28,7 @@ def test_wheel_ships_the_data_folders(wheel: zipfile.ZipFile) -> None:
         shipped = {n for n in names if n.startswith(f"conformance/_data/{folder}/")}
         on_disk = {p.name for p in (ROOT / folder).iterdir() if p.is_file()}
         assert {n.rsplit("/", 1)[1] for n in shipped} >= on_disk, folder
-    assert "conformance/catalog.toml" in names
+    assert "conformance/catalog/catalog.toml" in names
 
 
 def test_wheel_ships_both_packages_and_the_entry_points(wheel: zipfile.ZipFile) -> None:
@@ -37,4 +37,4 @@ def test_wheel_ships_both_packages_and_the_entry_points(wheel: zipfile.ZipFile) 
     (entry_points,) = [n for n in names if n.endswith("entry_points.txt")]
     text = wheel.read(entry_points).decode()
     assert "akc = conformance.cli:main" in text
-    assert "akc = conformance.pytest_plugin" in text
+    assert "akc = conformance.harness.plugin" in text

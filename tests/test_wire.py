@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.expect import UsageError
-from conformance.loading import load_adapter
-from conformance.runner import PortalRunner
-from conformance.scenario import (
+from conformance.errors import UsageError
+from conformance.harness.loading import load_adapter
+from conformance.harness.runner import PortalRunner
+from conformance.boundary.scenario import (
     CancelAt,
     ConcurrencySpec,
     ModelDef,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.api import SuiteOptions, run_suite
+from conformance.harness.certify import SuiteOptions, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 

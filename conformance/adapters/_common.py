@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from conformance.adapter import (
+from conformance.boundary.adapter import (
     Doubles,
     JournalDump,
     KernelRaised,
@@ -26,7 +26,7 @@ from conformance.adapter import (
     SessionRecord,
     run_user_messages,
 )
-from conformance.scenario import Scenario, UserMessage
+from conformance.boundary.scenario import Scenario, UserMessage
 
 JSON = dict[str, Any]
 

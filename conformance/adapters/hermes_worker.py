@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from conformance.adapter import (
+from conformance.boundary.adapter import (
     AdapterInfo,
     Doubles,
     JournalDump,
@@ -40,7 +40,7 @@ from conformance.adapter import (
 )
 from conformance.adapters.hermes import ADAPTER_INFO, HERMES_POINTS
 from conformance.httpmodel.endpoint import from_chat_message, from_chat_request
-from conformance.scenario import Scenario, UserMessage
+from conformance.boundary.scenario import Scenario, UserMessage
 
 JSON = dict[str, Any]
 _END = object()

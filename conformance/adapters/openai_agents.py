@@ -49,9 +49,9 @@ import uuid
 from importlib import metadata
 from typing import Any
 
-from conformance.adapter import AdapterInfo, Doubles, Outcome, RunResult, Span
+from conformance.boundary.adapter import AdapterInfo, Doubles, Outcome, RunResult, Span
 from conformance.adapters._common import mapping, mapping_code, Hooks, Run, Session, parse_args, run_messages, tool_spec
-from conformance.scenario import Scenario, ToolDef
+from conformance.boundary.scenario import Scenario, ToolDef
 
 _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_oai_turn")
 

@@ -47,9 +47,9 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from conformance.adapter import AdapterInfo, Doubles, Outcome, RunResult
+from conformance.boundary.adapter import AdapterInfo, Doubles, Outcome, RunResult
 from conformance.adapters._common import mapping, mapping_code, Run, Session, parse_args, run_messages, tool_spec
-from conformance.scenario import Scenario, ToolDef
+from conformance.boundary.scenario import Scenario, ToolDef
 
 _JSON_TYPES = {"string", "boolean", "integer", "number", "array", "object", "null"}
 

@@ -1,7 +1,7 @@
 """A scripted model behind an OpenAI-compatible chat-completions API.
 
 For kernels that call a model over HTTP instead of taking a model object. The scripts are the
-same JSON the scripted model uses (a list of ``conformance.scenario.ModelResponse``, a
+same JSON the scripted model uses (a list of ``conformance.boundary.scenario.ModelResponse``, a
 ``ModelDef`` or a whole ``Scenario``), served two ways:
 
 * out of process: ``akc model-server --script FILE [--port N] [--record FILE]`` (or

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from conformance.doubles import split_text
+from conformance.harness.doubles import split_text
 from conformance.httpmodel import translate
-from conformance.scenario import ModelDef, ModelResponse, Scenario
+from conformance.boundary.scenario import ModelDef, ModelResponse, Scenario
 
 JSON = dict[str, Any]
 

@@ -16,7 +16,7 @@ import httpx
 import respx
 
 from conformance.httpmodel.endpoint import Reply, ScriptedEndpoint, load_script
-from conformance.scenario import ModelDef, ModelResponse
+from conformance.boundary.scenario import ModelDef, ModelResponse
 
 DEFAULT_BASE_URL = "https://model.test/v1"
 

@@ -2,7 +2,7 @@
 
 Pure functions, no I/O: the loopback server and the respx router both serve what these build, so
 a kernel sees byte-for-byte the same endpoint in and out of process. Tool call ids follow the
-scripted model's rule (``conformance.doubles``): unset → ``c<call index>_<position>``; a
+scripted model's rule (``conformance.harness.doubles``): unset → ``c<call index>_<position>``; a
 ``repeat``-ed response gets a ``_r<k>`` suffix.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.doubles import EXHAUSTED_TEXT, split_text
-from conformance.scenario import ModelError, ModelResponse, ScriptedToolCall
+from conformance.harness.doubles import EXHAUSTED_TEXT, split_text
+from conformance.boundary.scenario import ModelError, ModelResponse, ScriptedToolCall
 
 JSON = dict[str, Any]
 

@@ -9,7 +9,7 @@ requirements the smoke scenarios of that profile check; ``full`` runs the whole 
 what shows every requirement a mutant fails (how coarse the checks are).
 
 The jobs are spread over worker processes (each runs the suite in-process, one job after the
-other, through :func:`conformance.api.certify`), so imports and collection set-up are paid once
+other, through :func:`conformance.harness.certify.certify`), so imports and collection set-up are paid once
 per worker, and a mutant that corrupts process state cannot touch the parent.
 """
 
@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from conformance.catalog import load_catalog
+from conformance.catalog.requirements import load_catalog
 from conformance.paths import features_dir
 from conformance.selftest.registry import Entry, entries
 
@@ -225,7 +225,7 @@ def job_for(entry: Entry, scope: str = "target") -> Job:
 
 def run_job(job: Job) -> JobResult:
     """Certify one mutant or variant in this process."""
-    from conformance.api import certify
+    from conformance.harness.certify import certify
     from conformance.selftest.registry import REGISTRY
 
     entries()

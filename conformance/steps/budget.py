@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest_bdd import parsers, then
 
-from conformance.expect import expect_equal
+from conformance.errors import expect_equal
 from conformance.steps.common import ScenarioContext
 from conformance.steps.turn import turn_events
 

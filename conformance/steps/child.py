@@ -13,8 +13,8 @@ from typing import Any
 
 from pytest_bdd import parsers, then
 
-from conformance.adapter import SessionRecord
-from conformance.expect import ConformanceFailure, HarnessError, expect_equal
+from conformance.boundary.adapter import SessionRecord
+from conformance.errors import ConformanceFailure, HarnessError, expect_equal
 from conformance.steps.common import ScenarioContext
 from conformance.steps.ident import message_turn, normal_turn, stored_turn, turn_events
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from pytest_bdd import given, parsers, then, when
 
-from conformance.adapter import AdapterInfo, Outcome, RunResult
-from conformance.expect import (
+from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
+from conformance.errors import (
     AdapterError,
     ConformanceFailure,
     HarnessError,
@@ -26,8 +26,8 @@ from conformance.expect import (
     expect_subsequence,
     show,
 )
-from conformance.runner import PortalRunner, ScenarioRun
-from conformance.scenario import (
+from conformance.harness.runner import PortalRunner, ScenarioRun
+from conformance.boundary.scenario import (
     HOOK_POINTS,
     ConcurrencySpec,
     HookDef,
@@ -325,7 +325,7 @@ class ScenarioContext:
 @pytest.fixture
 def akc(request: pytest.FixtureRequest) -> ScenarioContext:
     """The scenario under construction for this test (see ScenarioContext)."""
-    from conformance.pytest_plugin import context_for
+    from conformance.harness.plugin import context_for
 
     return context_for(request)
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then, when
 
-from conformance.adapter import RunResult
-from conformance.expect import AdapterError, ConformanceFailure, HarnessError, Unsupported, expect_order, show
-from conformance.runner import ScenarioRun
+from conformance.boundary.adapter import RunResult
+from conformance.errors import AdapterError, ConformanceFailure, HarnessError, Unsupported, expect_order, show
+from conformance.harness.runner import ScenarioRun
 from conformance.steps.common import ScenarioContext, split_ids
 
 _QUOTED = r'"([^"]*)"'

@@ -14,8 +14,8 @@ from typing import Any
 
 from pytest_bdd import parsers, then
 
-from conformance.expect import ConformanceFailure, expect_equal, show
-from conformance.scenario import Pricing, Usage
+from conformance.errors import ConformanceFailure, expect_equal, show
+from conformance.boundary.scenario import Pricing, Usage
 from conformance.steps.common import ScenarioContext
 
 #: Absolute tolerance for comparing costs (floating point sums of exact inputs).

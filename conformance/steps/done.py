@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_bdd import parsers, then
 
-from conformance.expect import ConformanceFailure, show
+from conformance.errors import ConformanceFailure, show
 from conformance.steps.common import ScenarioContext
 from conformance.steps.loop import call_id_of
 

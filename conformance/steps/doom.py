@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pytest_bdd import then
 
-from conformance.expect import Unsupported, expect_equal
+from conformance.errors import Unsupported, expect_equal
 from conformance.steps.common import ScenarioContext
 
 

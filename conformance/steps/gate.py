@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_bdd import parsers, then
 
-from conformance.expect import ConformanceFailure, expect_equal, show
+from conformance.errors import ConformanceFailure, expect_equal, show
 from conformance.steps.common import ScenarioContext, split_ids
 from conformance.steps.loop import denied_calls, dispatches, first_seq, last_seq, quoted, starts_in_turn, tool_kind, turn_count
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then
 
-from conformance.expect import ConformanceFailure, HarnessError, expect_equal, expect_true, show
-from conformance.scenario import SubagentDef, ToolDef
+from conformance.errors import ConformanceFailure, HarnessError, expect_equal, expect_true, show
+from conformance.boundary.scenario import SubagentDef, ToolDef
 from conformance.steps.common import ScenarioContext
 
 #: TurnInfo keys a kernel must hand over (``parent_turn_id`` may be left out when it is null).

@@ -11,8 +11,8 @@ from typing import Any
 
 from pytest_bdd import parsers, then
 
-from conformance.adapter import TurnRecord
-from conformance.expect import ConformanceFailure, HarnessError, expect_equal, show
+from conformance.boundary.adapter import TurnRecord
+from conformance.errors import ConformanceFailure, HarnessError, expect_equal, show
 from conformance.steps.common import ScenarioContext, table_rows
 from conformance.steps.ident import check_stored_turn, expected_top_turn, message_turn, stored_turn
 from conformance.steps.msg import expected_rows, loose, loosely

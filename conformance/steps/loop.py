@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_bdd import parsers, then
 
-from conformance.expect import ConformanceFailure, HarnessError, Incomplete, expect_equal, show
+from conformance.errors import ConformanceFailure, HarnessError, Incomplete, expect_equal, show
 from conformance.steps.common import ScenarioContext, split_ids
 
 _QUOTED = re.compile(r'"([^"]*)"')

@@ -1,5 +1,5 @@
 """Steps for the MSG features (001, Messages): what the kernel stores (RunResult.journal) is
-001's message JSON, validated with ``conformance.messages``, in conversation order.
+001's message JSON, validated with ``conformance.boundary.messages``, in conversation order.
 
 A table describes stored messages with two columns, ``role`` and ``holds``:
 ``user | <text>``, ``assistant | <text>`` (a final answer), ``assistant | calls: c1, c2`` (a tool
@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 from pytest_bdd import parsers, then
 
-from conformance.adapter import MessageRecord
-from conformance.expect import ConformanceFailure, HarnessError, expect_equal, show
-from conformance.messages import parse_message
+from conformance.boundary.adapter import MessageRecord
+from conformance.errors import ConformanceFailure, HarnessError, expect_equal, show
+from conformance.boundary.messages import parse_message
 from conformance.steps.common import ScenarioContext, split_ids, table_rows
 from conformance.steps.ident import stored_turn
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from pytest_bdd import parsers, then
 
-from conformance.adapter import SessionRecord
-from conformance.expect import ConformanceFailure, HarnessError, expect_equal, show
+from conformance.boundary.adapter import SessionRecord
+from conformance.errors import ConformanceFailure, HarnessError, expect_equal, show
 from conformance.steps.common import ScenarioContext
 from conformance.steps.ident import normal_turn, split_tags, stored_turn, turn_events
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_bdd import parsers, then
 
-from conformance.expect import ConformanceFailure, expect_equal, show
+from conformance.errors import ConformanceFailure, expect_equal, show
 from conformance.steps.common import ScenarioContext
 
 

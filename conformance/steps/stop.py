@@ -7,8 +7,8 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then
 
-from conformance.expect import ConformanceFailure, HarnessError, Incomplete, expect_equal, expect_order, show
-from conformance.scenario import SubagentDef, ToolDef
+from conformance.errors import ConformanceFailure, HarnessError, Incomplete, expect_equal, expect_order, show
+from conformance.boundary.scenario import SubagentDef, ToolDef
 from conformance.steps.common import ScenarioContext, list_items
 from conformance.steps.turn import project, stored_messages
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pytest_bdd import parsers, then
 
-from conformance.expect import ConformanceFailure, HarnessError, expect_equal, show
+from conformance.errors import ConformanceFailure, HarnessError, expect_equal, show
 from conformance.steps.common import ScenarioContext
 from conformance.steps.ident import (
     check_tag_list,

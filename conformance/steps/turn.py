@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then
 
-from conformance.expect import (
+from conformance.errors import (
     ConformanceFailure,
     HarnessError,
     expect_equal,

@@ -3,7 +3,7 @@
 
 import pytest
 
-from conformance import pytest_plugin
+from conformance.harness import plugin as pytest_plugin
 
 if not pytest_plugin._STACK:
     pytest.skip("the conformance suite needs --kernel=pkg.mod:factory", allow_module_level=True)

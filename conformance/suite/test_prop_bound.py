@@ -17,9 +17,9 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from conformance.expect import ConformanceFailure, expect_equal, expect_order
-from conformance.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef, Usage
+from conformance.errors import ConformanceFailure, expect_equal, expect_order
+from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef, Usage
 from conformance.steps.bound import limit_path_problem
 
 SUBTYPE = {"turns": "error_max_turns", "cost": "error_max_budget_usd", "wall": "error_max_wall_clock"}

@@ -14,9 +14,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.expect import ConformanceFailure, expect_order
-from conformance.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
+from conformance.errors import ConformanceFailure, expect_order
+from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
 from conformance.steps.conc import expect_no_overlap, run_tolerant
 
 #: name → (provider, spec); None = undeclared (used for resource calls only).

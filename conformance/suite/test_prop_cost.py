@@ -22,9 +22,9 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.expect import ConformanceFailure, expect_equal
-from conformance.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, SubagentDef, ToolDef, Usage
+from conformance.errors import ConformanceFailure, expect_equal
+from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, SubagentDef, ToolDef, Usage
 from conformance.steps.cost import end_subtype, sessions
 
 #: Limits are half-dollar amounts and spends whole dollars, so no remaining budget is ever exactly

@@ -17,9 +17,9 @@ from typing import Any
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from conformance.expect import ConformanceFailure, expect_order
-from conformance.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
+from conformance.errors import ConformanceFailure, expect_order
+from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
 
 ARGS_A = {"q": 1, "r": "x", "s": [1, 2], "t": {"u": None, "v": True}}
 ARGS_B = {"q": 2, "r": "x", "s": [1, 2], "t": {"u": None, "v": True}}

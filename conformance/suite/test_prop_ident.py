@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.expect import ConformanceFailure, expect_equal
-from conformance.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.scenario import ModelResponse
+from conformance.errors import ConformanceFailure, expect_equal
+from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.boundary.scenario import ModelResponse
 from conformance.steps.ident import message_turn, uuid7_problem, uuid_int
 
 sessions = st.lists(st.sampled_from(["s1", "s2", "s3"]), min_size=2, max_size=5)

@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
+from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
 from conformance.steps import gate, loop
 
 KIND_TOOL = {"data_source": "fetch", "interactive": "ask", "resource": "write"}

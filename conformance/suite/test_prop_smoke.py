@@ -4,9 +4,9 @@ turn (commonagent) with that text as the reply."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.expect import expect_equal
-from conformance.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.scenario import ModelResponse
+from conformance.errors import expect_equal
+from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.boundary.scenario import ModelResponse
 
 
 @requirement("DONE-001", profile="kernel")

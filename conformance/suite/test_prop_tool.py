@@ -5,9 +5,9 @@ texts stay with their own calls."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.expect import expect_equal, expect_order
-from conformance.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
+from conformance.errors import expect_equal, expect_order
+from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
 
 
 def _finish_orders(max_calls: int = 4) -> st.SearchStrategy[list[int]]:

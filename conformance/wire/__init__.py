@@ -5,7 +5,7 @@ Importing this package registers the ``stdio:`` adapter scheme (``stdio:COMMAND 
 
 from __future__ import annotations
 
-from conformance.loading import register_scheme
+from conformance.harness.loading import register_scheme
 from conformance.wire.messages import PROTOCOL_VERSION
 
 

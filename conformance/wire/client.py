@@ -22,10 +22,10 @@ from typing import Any
 
 import anyio
 
-from conformance.adapter import AdapterInfo, ModelCallError, RunResult, ToolFailed
-from conformance.doubles import HookRaised
-from conformance.expect import Unsupported, UsageError
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import AdapterInfo, ModelCallError, RunResult, ToolFailed
+from conformance.harness.doubles import HookRaised
+from conformance.errors import Unsupported, UsageError
+from conformance.boundary.scenario import Scenario
 from conformance.wire import validate
 from conformance.wire.connection import (
     _LIVE_PIDS,

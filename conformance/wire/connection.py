@@ -22,8 +22,8 @@ import sniffio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import conformance
-from conformance.adapter import AdapterInfo
-from conformance.expect import UsageError
+from conformance.boundary.adapter import AdapterInfo
+from conformance.errors import UsageError
 from conformance.wire import validate
 from conformance.wire.messages import PROTOCOL_VERSION
 

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from conformance.adapter import AdapterInfo, RunResult, Span, TurnInfo
-from conformance.scenario import HookOutcome, Scenario
+from conformance.boundary.adapter import AdapterInfo, RunResult, Span, TurnInfo
+from conformance.boundary.scenario import HookOutcome, Scenario
 
 PROTOCOL_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
@@ -318,7 +318,7 @@ def file_stem(method: str) -> str:
 
 
 def schema_files() -> dict[str, Any]:
-    """``protocol/<file>`` → model, for :mod:`conformance.schemagen` (unions get a named root
+    """``protocol/<file>`` → model, for :mod:`conformance.cli.schemagen` (unions get a named root
     model so that their schema has a readable title)."""
     files: dict[str, Any] = {"protocol/envelope.schema.json": EnvelopeSchema}
     for method, (_direction, params, result) in METHODS.items():

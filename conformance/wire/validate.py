@@ -28,7 +28,7 @@ def enabled() -> bool:
 
 @lru_cache(maxsize=None)
 def _validator(name: str) -> jsonschema.Draft202012Validator:
-    from conformance import schemagen
+    from conformance.cli import schemagen
 
     return jsonschema.Draft202012Validator(schemagen.schema_of(f"protocol/{name}.schema.json"))
 

@@ -9,7 +9,7 @@ Each factory wraps the adapter named by the environment variable ``AKC_INNER``
   harness's model sees them → the ordered-results requirement fails, exit 1;
 * ``malformed``: ``run`` returns a result with a wrongly typed field → ``error``;
 * ``blocking``: blocks the event loop with a synchronous sleep (the backstop reports a hang);
-* ``unsupported``: raises conformance.expect.Unsupported → ``incomplete``.
+* ``unsupported``: raises conformance.errors.Unsupported → ``incomplete``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import anyio
 
-from conformance.expect import Unsupported
-from conformance.loading import load_adapter
+from conformance.errors import Unsupported
+from conformance.harness.loading import load_adapter
 
 DEFAULT_INNER = "tests.fakes.fake_kernel:factory"
 

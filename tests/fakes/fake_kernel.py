@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 
-from conformance.adapter import AdapterInfo, Outcome, RunResult, ToolFailed
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult, ToolFailed
+from conformance.boundary.scenario import Scenario
 
 
 async def accumulate(stream: Any) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from conformance.adapter import ToolFailed
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import ToolFailed
+from conformance.boundary.scenario import Scenario
 from reference_kernel.adapter import factory
 
 

@@ -23,7 +23,7 @@ from reference_kernel.config import (
     current_call,
 )
 
-from conformance.scenario import COMMONAGENT_HOOK_POINTS
+from conformance.boundary.scenario import COMMONAGENT_HOOK_POINTS
 from kernel_fakes import ListProvider, Log, call, text
 from kernel_fakes import recording_hooks as _recording_hooks
 

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conformance.adapter import JournalDump
+from conformance.boundary.adapter import JournalDump
 from reference_kernel.errors import UnknownSessionError, UnknownTurnError
 from reference_kernel.ids import IdGenerator, is_uuid7
 from reference_kernel.journal import Journal, MemoryJournal

@@ -25,7 +25,7 @@ from reference_kernel.cost import Pricing
 from reference_kernel.errors import ConfigError
 from reference_kernel.kernel import Kernel
 
-from conformance.scenario import KERNEL_HOOK_POINTS
+from conformance.boundary.scenario import KERNEL_HOOK_POINTS
 from kernel_fakes import ListProvider, Log, call, text
 from kernel_fakes import recording_hooks as _recording_hooks
 

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from conformance.adapter import Span
+from conformance.boundary.adapter import Span
 from reference_kernel.spans import MemorySpanRecorder, SpanRecorder, span
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import anyio
 
-from conformance.adapter import Doubles, RunResult
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import Doubles, RunResult
+from conformance.boundary.scenario import Scenario
 from conformance.selftest.registry import mutant
 from reference_kernel.adapter import ReferenceAdapter
 from reference_kernel.agent import BUDGET_EXHAUSTED, ERROR, CommonAgent

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import reference_kernel.tags as tags_module
-from conformance.adapter import Doubles, RunResult
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import Doubles, RunResult
+from conformance.boundary.scenario import Scenario
 from conformance.selftest.registry import flag, mutant
 from reference_kernel.adapter import ReferenceAdapter
 from reference_kernel.agent import CommonAgent

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from conformance.adapter import Doubles, RunResult
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import Doubles, RunResult
+from conformance.boundary.scenario import Scenario
 from conformance.selftest.registry import flag, variant
 from reference_kernel.adapter import CAPABILITIES, ReferenceAdapter
 from reference_kernel.doom import canonical_json

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from pytest_bdd import scenarios
 
-from conformance import pytest_plugin
+from conformance.harness import plugin as pytest_plugin
 
 if not pytest_plugin._STACK:
     pytest.skip("needs --kernel", allow_module_level=True)

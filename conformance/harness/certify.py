@@ -8,7 +8,7 @@ the plugin builds at session end through a small collector plugin.
 Inside a running pytest session (a kernel author's ``test_conformance.py``), :func:`certify`
 still runs the inner session in-process: pytest supports nested ``pytest.main`` calls (its own
 ``pytester.inline_run`` does this), the plugin keeps its state per config, and the inner
-session's output is captured. Usage errors raise :class:`~conformance.expect.UsageError`.
+session's output is captured. Usage errors raise :class:`~conformance.errors.UsageError`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
-from conformance.expect import UsageError
-from conformance.loading import DEFAULT_ADAPTER, adapter_info, check_adapter, load_adapter, register_scheme
-from conformance.report import Report
+from conformance.errors import UsageError
+from conformance.harness.loading import DEFAULT_ADAPTER, adapter_info, check_adapter, load_adapter, register_scheme
+from conformance.report.model import Report
 
-SUITE_DIR = Path(__file__).resolve().parent / "suite"
+SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"
 SUITE_INI = SUITE_DIR / "pytest.ini"
 BACKENDS = ("asyncio", "trio")
 
@@ -85,12 +85,12 @@ def _plugin_autoloaded() -> bool:
         eps = metadata.entry_points(group="pytest11")
     except Exception:  # noqa: BLE001
         return False
-    return any(ep.value.startswith("conformance.pytest_plugin") for ep in eps)
+    return any(ep.value.startswith("conformance.harness.plugin") for ep in eps)
 
 
 def validate(options: SuiteOptions) -> None:
     """Check everything that makes a usage error before any scenario runs (one-line errors)."""
-    from conformance.pytest_plugin import PROFILES, REQ_ID, catalog_get, load_catalog_or_none, parse_profile
+    from conformance.harness.plugin import PROFILES, REQ_ID, catalog_get, load_catalog_or_none, parse_profile
 
     if options.backend not in BACKENDS:
         raise UsageError(f"unknown backend {options.backend!r} (use asyncio or trio)")
@@ -138,7 +138,7 @@ def pytest_args(options: SuiteOptions) -> list[str]:
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "pytest_bdd.plugin"]
     if not _plugin_autoloaded():
-        args += ["-p", "conformance.pytest_plugin"]
+        args += ["-p", "conformance.harness.plugin"]
     if options.profile:
         args += ["--akc-profile", options.profile]
     for r in options.reqs:
@@ -168,7 +168,7 @@ class _Collector:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from conformance.pytest_plugin import STATE_KEY
+        from conformance.harness.plugin import STATE_KEY
 
         state = session.config.stash.get(STATE_KEY, None)
         self.report = state.report if state is not None else None
@@ -254,7 +254,7 @@ def certify(
         if token is not None:
             _OBJECTS.pop(token, None)
     if run.report is None:
-        from conformance.expect import HarnessError
+        from conformance.errors import HarnessError
 
         tail = "\n".join(run.output.strip().splitlines()[-15:])
         raise HarnessError(f"the conformance run produced no report (pytest exit {run.pytest_exit}):\n{tail}")

@@ -14,7 +14,7 @@ from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conformance.trace import Trace
+from conformance.trace.canonical import Trace
 
 Verdict = Literal["pass", "fail", "not-offered", "incomplete", "error"]
 CheckOutcome = Literal["pass", "fail", "not-offered", "incomplete", "error"]

@@ -36,8 +36,8 @@ from typing import Any
 
 import anyio
 
-from conformance.adapter import JSON, ModelCallError, ToolFailed
-from conformance.scenario import ModelResponse, Scenario, ScriptedToolCall, ToolDef
+from conformance.boundary.adapter import JSON, ModelCallError, ToolFailed
+from conformance.boundary.scenario import ModelResponse, Scenario, ScriptedToolCall, ToolDef
 
 #: Upper bound (seconds) for a rendezvous or finish-order wait; it never exceeds half the
 #: scenario's timeout so that a failed rendezvous is reported as such, not as a hang.
@@ -115,7 +115,7 @@ class _Expanded:
 
 
 class HarnessDoubles:
-    """Implements :class:`conformance.adapter.Doubles` for one :class:`Scenario`."""
+    """Implements :class:`conformance.boundary.adapter.Doubles` for one :class:`Scenario`."""
 
     def __init__(self, scenario: Scenario, *, rendezvous_timeout_s: float | None = None) -> None:
         self.scenario = scenario

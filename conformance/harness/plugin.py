@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from conformance.report import Report
-    from conformance.runner import PortalRunner
-    from conformance.verdicts import Check
+    from conformance.report.model import Report
+    from conformance.harness.runner import PortalRunner
+    from conformance.report.verdicts import Check
 
 REQ_ID = re.compile(r"^[A-Z]+-\d{3}$")
 PROFILES = ("kernel", "commonagent")
@@ -114,7 +114,7 @@ class AkcState:
 def _recording_runner(state: AkcState) -> PortalRunner:
     """A PortalRunner that hands every ScenarioRun of ``run`` (a hang included) to
     ``state.record`` (for the traces)."""
-    from conformance.runner import PortalRunner
+    from conformance.harness.runner import PortalRunner
 
     class RecordingRunner(PortalRunner):
         def run(self, adapter: Any, scenario: Any, **options: Any) -> Any:
@@ -131,9 +131,9 @@ _STACK: list[AkcState] = []
 
 
 def current_state() -> AkcState:
-    """The active plugin state (for conformance.properties); HarnessError outside a run."""
+    """The active plugin state (for conformance.harness.properties); HarnessError outside a run."""
     if not _STACK:
-        from conformance.expect import HarnessError
+        from conformance.errors import HarnessError
 
         raise HarnessError("no active conformance run (pass --kernel=pkg.mod:factory to pytest)")
     return _STACK[-1]
@@ -151,7 +151,7 @@ def parse_profile(value: str | None) -> list[str] | None:
         return list(PROFILES)
     if value in PROFILES:
         return [value]
-    from conformance.expect import UsageError
+    from conformance.errors import UsageError
 
     raise UsageError(f"unknown profile {value!r} (use kernel, commonagent or both)")
 
@@ -159,7 +159,7 @@ def parse_profile(value: str | None) -> list[str] | None:
 def load_catalog_or_none() -> Any:
     """The requirements catalog, or None while it does not exist yet."""
     try:
-        from conformance.catalog import CATALOG_PATH, load_catalog
+        from conformance.catalog.requirements import CATALOG_PATH, load_catalog
     except ImportError:
         return None
     if not CATALOG_PATH.exists():
@@ -194,8 +194,8 @@ def feature_tags() -> set[str]:
 
 def build_state(config: pytest.Config) -> AkcState:
     """Load the adapter and catalog and check the options; UsageError (one line) if bad."""
-    from conformance.expect import UsageError
-    from conformance.loading import adapter_info, load_adapter
+    from conformance.errors import UsageError
+    from conformance.harness.loading import adapter_info, load_adapter
 
     spec = config.getoption("kernel")
     requested = parse_profile(config.getoption("akc_profile"))
@@ -240,7 +240,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "akc(ids, profile, capability): conformance check metadata")
     if not config.getoption("kernel", None):
         return
-    from conformance.expect import UsageError
+    from conformance.errors import UsageError
 
     try:
         state = build_state(config)
@@ -250,7 +250,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _STACK.append(state)
     state.restore_hypothesis = freeze_hypothesis_constants()
     if state.traces_dir:
-        from conformance.trace import clear_traces
+        from conformance.trace.canonical import clear_traces
 
         try:
             clear_traces(state.traces_dir)
@@ -345,7 +345,7 @@ def item_meta(item: pytest.Item) -> ItemMeta | None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     if not _active(config):
         return
-    from conformance.verdicts import Check
+    from conformance.report.verdicts import Check
 
     state = config.stash[STATE_KEY]
     keep: list[pytest.Item] = []
@@ -429,7 +429,7 @@ def pytest_bdd_before_step_call(request: Any, feature: Any, scenario: Any, step:
     import inspect
 
     if inspect.iscoroutinefunction(step_func) or inspect.isasyncgenfunction(step_func):
-        from conformance.expect import HarnessError
+        from conformance.errors import HarnessError
 
         raise HarnessError(
             f"step {step.keyword} {step.name!r} is defined with 'async def' ({step_func.__module__}.{step_func.__name__}); "
@@ -456,7 +456,7 @@ def _first_line(text: str, limit: int = 1000) -> str:
 
 def classify(report: pytest.TestReport, call: pytest.CallInfo[Any]) -> tuple[str, str | None]:
     """(outcome, message) of one phase report."""
-    from conformance.expect import HarnessError, Unsupported
+    from conformance.errors import HarnessError, Unsupported
 
     if report.passed:
         return "pass", None
@@ -513,13 +513,13 @@ def keep_trace(state: AkcState, check: Check, run: Any) -> None:
     failed = check.outcome in ("fail", "error")
     if not (failed or state.traces_dir):
         return
-    from conformance.trace import build_trace, dump, trace_filename
+    from conformance.trace.canonical import build_trace, dump, trace_filename
 
     trace = build_trace(run, feature=check.feature, scenario=check.scenario, info=state.info)
     if failed:
         state.failed_traces[(check.feature, check.scenario)] = trace
     if state.traces_dir:
-        from conformance.report import write_atomic
+        from conformance.report.model import write_atomic
 
         name = trace_filename(check.feature, check.scenario)
         stem, n = name.removesuffix(".json"), 2
@@ -539,7 +539,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     if check is None:
         return
     report: pytest.TestReport = outcome.get_result()
-    from conformance.expect import Unsupported
+    from conformance.errors import Unsupported
 
     if call.excinfo is not None and report.when == "call" and call.excinfo.errisinstance(Unsupported):
         # The adapter cannot express the scenario: shown as a skip, counted as incomplete.
@@ -557,7 +557,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not _active(config):
         return
     state = config.stash[STATE_KEY]
-    from conformance.report import write_reports
+    from conformance.report.model import write_reports
 
     # Deselected items never got a Check; an interrupted run writes no (partial) report.
     state.report = build_report(state)
@@ -575,8 +575,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def build_report(state: AkcState) -> Report:
     """The Report of this run, from the recorded checks."""
     from conformance import __version__
-    from conformance.report import KernelInfo, Report, SuiteInfo
-    from conformance.verdicts import compute
+    from conformance.report.model import KernelInfo, Report, SuiteInfo
+    from conformance.report.verdicts import compute
 
     selected = state.req_filter
     if state.smoke:  # a smoke run reports only what the smoke scenarios check
@@ -620,7 +620,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash[STATE_KEY]
     if state.report is None:
         return
-    from conformance.report import render_table
+    from conformance.report.model import render_table
 
     terminalreporter.section("agent kernel conformance")
     terminalreporter.write(render_table(state.report, width=terminalreporter._tw.fullwidth))

@@ -6,7 +6,7 @@ the kernel under test with :func:`run` / :func:`context`, which use the session'
 adapter (the same hard timeouts as the feature scenarios)::
 
     from hypothesis import given, strategies as st
-    from conformance.properties import PROPERTY_SETTINGS, context, requirement
+    from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
 
     @requirement("TOOL-003", profile="kernel")
     @PROPERTY_SETTINGS
@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from conformance.adapter import RunResult
-from conformance.expect import Unsupported
-from conformance.runner import ScenarioRun
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import RunResult
+from conformance.errors import Unsupported
+from conformance.harness.runner import ScenarioRun
+from conformance.boundary.scenario import Scenario
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,7 +73,7 @@ def requirement(*ids: str, profile: str | None = None, capability: str | None = 
 
 def _state() -> Any:
     """The active run's state; outside a certification run (no --kernel) the property skips."""
-    from conformance import pytest_plugin
+    from conformance.harness import plugin as pytest_plugin
 
     if not pytest_plugin._STACK:
         pytest.skip("conformance properties need --kernel=pkg.mod:factory")

@@ -22,8 +22,8 @@ def register(app: typer.Typer) -> None:
         context: Annotated[int, typer.Option("--context", min=0, max=50, help="events of context around a divergence")] = 3,
     ) -> None:
         """Show, for each scenario whose traces differ, the first divergence side by side."""
-        from conformance.expect import UsageError
-        from conformance.tracediff import diff_paths, print_diff, to_json
+        from conformance.errors import UsageError
+        from conformance.trace.diff import diff_paths, print_diff, to_json
 
         try:
             result = diff_paths(a, b, context=context)

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from conformance.catalog import (
+from conformance.catalog.requirements import (
     LEVELS,
     PROFILES,
     Catalog,
@@ -139,7 +139,7 @@ def schemas(
     ] = False,
 ) -> None:
     """Generate the JSON Schemas of the catalog and the adapter boundary (draft 2020-12)."""
-    from conformance import schemagen  # imports every boundary model: only when asked for
+    from conformance.cli import schemagen  # imports every boundary model: only when asked for
 
     if write and check:
         _fail("--write and --check exclude each other")

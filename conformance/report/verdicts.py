@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.report import VERDICTS, CheckResult, RequirementResult, UntestableEntry
+from conformance.report.model import VERDICTS, CheckResult, RequirementResult, UntestableEntry
 
 GATING_LEVELS = ("MUST", "MUST NOT")
 _SEVERITY = {"pass": 0, "not-offered": 1, "incomplete": 2, "fail": 3, "error": 4}

@@ -16,8 +16,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from conformance.adapter import CAPABILITIES
-from conformance.scenario import Profile
+from conformance.boundary.adapter import CAPABILITIES
+from conformance.boundary.scenario import Profile
 
 CATALOG_PATH = Path(__file__).resolve().parent / "catalog.toml"
 

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from conformance.loading import DEFAULT_ADAPTER
+from conformance.harness.loading import DEFAULT_ADAPTER
 
 
 def register(app: typer.Typer) -> None:
@@ -29,9 +29,9 @@ def register(app: typer.Typer) -> None:
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show pytest's own output")] = False,
     ) -> None:
         """Check that an adapter works, with a handful of trivial scenarios."""
-        from conformance.api import SuiteOptions, run_suite
-        from conformance.expect import UsageError
-        from conformance.report import explanation
+        from conformance.harness.certify import SuiteOptions, run_suite
+        from conformance.errors import UsageError
+        from conformance.report.model import explanation
 
         if validate_protocol:
             os.environ["AKC_VALIDATE_PROTOCOL"] = "1"

@@ -1,7 +1,7 @@
 """The scenario: what the harness hands a kernel's adapter, as plain JSON-serialisable data.
 
 A scenario says *what* the kernel is given (tools, hooks, a model script, bounds, tags, user
-messages); the doubles (see ``conformance.adapter.Doubles``) are *how* the harness observes what the
+messages); the doubles (see ``conformance.boundary.adapter.Doubles``) are *how* the harness observes what the
 kernel does with it. Nothing here is kernel-specific: an adapter maps it onto its kernel's own
 mechanisms. The JSON Schema in ``schemas/scenario.schema.json`` is generated from these models.
 """

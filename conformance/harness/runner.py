@@ -20,10 +20,10 @@ import anyio
 from anyio.from_thread import BlockingPortal
 from pydantic import BaseModel, ValidationError
 
-from conformance.adapter import RunResult
-from conformance.doubles import HarnessDoubles
-from conformance.expect import Unsupported, show
-from conformance.scenario import Scenario
+from conformance.boundary.adapter import RunResult
+from conformance.harness.doubles import HarnessDoubles
+from conformance.errors import Unsupported, show
+from conformance.boundary.scenario import Scenario
 
 #: Extra seconds the synchronous backstop waits beyond the scenario's own timeout.
 BACKSTOP_GRACE_S = 3.0

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from pytest_bdd.parser import FeatureParser
 
-from conformance.catalog import Catalog, load_catalog
+from conformance.catalog.requirements import Catalog, load_catalog
 from conformance.paths import features_dir
 
 REQ_ID = re.compile(r"^[A-Z]+-\d{3}$")

@@ -1,6 +1,6 @@
 """Turn an adapter spec (``pkg.mod:factory``) into a live adapter, with one-line errors.
 
-Every way the spec can be wrong gives a :class:`~conformance.expect.UsageError` naming the spec
+Every way the spec can be wrong gives a :class:`~conformance.errors.UsageError` naming the spec
 and what is wrong (the CLI prints it and exits 2). Specs with a scheme (``stdio:<command>``, for
 the wire protocol to out-of-process kernels) are dispatched through :data:`SCHEMES`, which the
 wire-protocol module fills in when it lands.
@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from conformance.adapter import AdapterInfo
-from conformance.expect import UsageError
+from conformance.boundary.adapter import AdapterInfo
+from conformance.errors import UsageError
 
 DEFAULT_ADAPTER = "reference_kernel.adapter:factory"
 

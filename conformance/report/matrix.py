@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapters import KERNELS, KernelEntry
-from conformance.report import VERDICTS, Report, RequirementResult, explanation, write_atomic
+from conformance.report.model import VERDICTS, Report, RequirementResult, explanation, write_atomic
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_MD = REPO_ROOT / "docs" / "conformance-matrix.md"
 DEFAULT_JSON = REPO_ROOT / "docs" / "conformance-matrix.json"
 
@@ -166,7 +166,7 @@ def run_matrix(
 
 
 def _catalog_rows() -> list[dict[str, Any]]:
-    from conformance.catalog import load_catalog
+    from conformance.catalog.requirements import load_catalog
 
     return [{"id": r.id, "level": r.level, "statement": r.statement} for r in load_catalog().requirements]
 

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from conformance.loading import DEFAULT_ADAPTER
+from conformance.harness.loading import DEFAULT_ADAPTER
 
 
 def register(app: typer.Typer) -> None:
@@ -39,9 +39,9 @@ def register(app: typer.Typer) -> None:
         """Run the conformance suite against a kernel adapter."""
         if validate_protocol:  # read by conformance.wire.validate
             os.environ["AKC_VALIDATE_PROTOCOL"] = "1"
-        from conformance.api import SuiteOptions, run_suite
-        from conformance.expect import UsageError
-        from conformance.report import print_report
+        from conformance.harness.certify import SuiteOptions, run_suite
+        from conformance.errors import UsageError
+        from conformance.report.model import print_report
 
         options = SuiteOptions(
             adapter=adapter,

@@ -1,6 +1,6 @@
 """Compare canonical traces (two files or two folders of them) and show the first divergence.
 
-Two traces are equivalent when their events are equal after :func:`~conformance.normalise.apply_freedoms`
+Two traces are equivalent when their events are equal after :func:`~conformance.trace.normalise.apply_freedoms`
 (each side with its own kernel's doom-loop subtype). Interleavings of concurrent calls were already
 made canonical when the traces were built, so plain equality here is equality of the partial orders.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from conformance.expect import UsageError
-from conformance.normalise import apply_freedoms, canonical_json
-from conformance.trace import Trace, load
+from conformance.errors import UsageError
+from conformance.trace.normalise import apply_freedoms, canonical_json
+from conformance.trace.canonical import Trace, load
 
 #: Events shown before and after the first divergence.
 CONTEXT = 3

@@ -28,7 +28,7 @@ Shapes used on the callbacks (001's message JSON, the canonical form at this bou
   "cached_input_tokens"}``. A failing call raises :class:`ModelCallError` from the stream.
 * tool call: ``{"id", "name", "args"}``; tool result: ``{"content": str, "is_error": bool}``.
 * TurnInfo: ``{"profile_id", "session_id", "turn_id", "parent_turn_id", "tags", "depth"}``.
-* hook outcome: one of the outcome models of ``conformance.scenario`` as a dict
+* hook outcome: one of the outcome models of ``conformance.boundary.scenario`` as a dict
   (``{"kind": "continue"}``, ``{"kind": "replace", "payload": ...}``, ...).
 
 Hook payloads per point are listed in ``docs/adapter.md``.
@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import anyio
 from anyio.lowlevel import checkpoint
 
-from conformance.scenario import Profile, Scenario, UserMessage
+from conformance.boundary.scenario import Profile, Scenario, UserMessage
 
 JSON = dict[str, Any]
 

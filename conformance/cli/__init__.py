@@ -20,13 +20,13 @@ app = typer.Typer(
 
 #: Modules that each define ``register(app)``; imported only when the command line runs.
 COMMAND_MODULES = (
-    "conformance.cli_catalog",
-    "conformance.cli_run",
-    "conformance.cli_smoke",
-    "conformance.cli_selftest",
-    "conformance.cli_trace",
-    "conformance.cli_model_server",
-    "conformance.cli_matrix",
+    "conformance.cli.catalog",
+    "conformance.cli.run",
+    "conformance.cli.smoke",
+    "conformance.cli.selftest",
+    "conformance.cli.trace",
+    "conformance.cli.model_server",
+    "conformance.cli.matrix",
 )
 
 _registered = False

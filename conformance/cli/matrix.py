@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         list_only: Annotated[bool, typer.Option("--list", help="list the registered kernels and where their environments are, then stop")] = False,
     ) -> None:
         """Run every registered kernel's suite in its own environment; write the conformance matrix."""
-        from conformance import matrix as m
+        from conformance.report import matrix as m
         from conformance.adapters import KERNELS
 
         names = [k.name for k in KERNELS]

@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from conformance.adapter import AdapterInfo, RunResult
-from conformance.catalog import Catalog
-from conformance.messages import Message
+from conformance.boundary.adapter import AdapterInfo, RunResult
+from conformance.catalog.requirements import Catalog
+from conformance.boundary.messages import Message
 from conformance.paths import schemas_dir
-from conformance.report import Report
-from conformance.scenario import Scenario
-from conformance.trace import Trace
+from conformance.report.model import Report
+from conformance.boundary.scenario import Scenario
+from conformance.trace.canonical import Trace
 from conformance.wire.messages import schema_files as _protocol_schema_files
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"

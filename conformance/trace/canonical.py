@@ -2,9 +2,9 @@
 reported, normalised so that the same behaviour gives the same trace (``schemas/trace.schema.json``).
 
 Why: people use the suite to see *how* two kernels (or two versions of one) differ, not only
-whether they pass. A trace is built from a :class:`~conformance.runner.ScenarioRun` (the doubles'
-observation log + the RunResult) by :func:`build_trace`; :mod:`conformance.normalise` does the
-normalisation and :mod:`conformance.tracediff` the comparison.
+whether they pass. A trace is built from a :class:`~conformance.harness.runner.ScenarioRun` (the doubles'
+observation log + the RunResult) by :func:`build_trace`; :mod:`conformance.trace.normalise` does the
+normalisation and :mod:`conformance.trace.diff` the comparison.
 
 Events, in order: the observed ones (``hook``, ``model_request``, ``model_response``,
 ``model_error``, ``tool_start``, ``tool_end``, ``policy``, ``approval``, ``cancel``, harness notes),
@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conformance.normalise import COST_DIGITS, canonical_json, normalise
+from conformance.trace.normalise import COST_DIGITS, canonical_json, normalise
 
 FORMAT = "akc-trace/1"
 
@@ -487,7 +487,7 @@ def sequential_lanes(log: list[JSON], scenario: Any) -> dict[str, str]:
 
 
 def build_trace(run: Any, *, feature: str, scenario: str, info: Any) -> Trace:
-    """The canonical trace of a :class:`~conformance.runner.ScenarioRun` (its last run)."""
+    """The canonical trace of a :class:`~conformance.harness.runner.ScenarioRun` (its last run)."""
     tail, spans = reported_events(run)
     log = list(run.log)
     shared = sequential_lanes(log, run.scenario)

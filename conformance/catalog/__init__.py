@@ -1,0 +1,1 @@
+"""The requirement catalog (catalog.toml) and the coverage of requirements by checks."""

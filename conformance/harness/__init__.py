@@ -1,0 +1,1 @@
+"""Runs scenarios against a kernel: the doubles, the runner, adapter loading, the pytest plugin, certify()."""

@@ -1,0 +1,1 @@
+"""Verdicts, the report model and its writers, and the multi-kernel matrix."""

@@ -1,0 +1,1 @@
+"""Canonical traces of scenario runs: building, normalising, diffing."""

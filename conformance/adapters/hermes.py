@@ -93,31 +93,7 @@ import threading
 import time
 from typing import Any
 
-HERMES_VERSION = "0.19.0"
-ADAPTER_INFO: dict[str, Any] = {
-    "name": "hermes-agent",
-    "version": HERMES_VERSION,
-    "language": "python",
-    "homepage": "https://pypi.org/project/hermes-agent/",
-    "profiles": ["commonagent"],
-    "capabilities": [],
-    "doom_loop_subtype": None,
-}
-
-#: The 000 hook points hermes-agent has (hermes_cli/plugins.py VALID_HOOKS).
-HERMES_POINTS: tuple[str, ...] = (
-    "on_session_start",
-    "pre_llm_call",
-    "pre_api_request",
-    "post_api_request",
-    "api_request_error",
-    "transform_llm_output",
-    "post_llm_call",
-    "pre_tool_call",
-    "post_tool_call",
-    "transform_tool_result",
-    "on_session_end",
-)
+from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS  # noqa: F401  (re-exported)
 
 _SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PROXY")
 #: A zygote whose harness is gone, or that has not forked for this long, exits.

@@ -38,7 +38,7 @@ from conformance.boundary.adapter import (
     UsageEvent,
     run_user_messages,
 )
-from conformance.adapters.hermes import ADAPTER_INFO, HERMES_POINTS
+from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS
 from conformance.httpmodel.endpoint import from_chat_message, from_chat_request
 from conformance.boundary.scenario import Scenario, UserMessage
 

@@ -20,8 +20,10 @@ from conformance.errors import UsageError
 
 DEFAULT_ADAPTER = "reference_kernel.adapter:factory"
 
-#: scheme → function(rest of the spec) returning an adapter. ``stdio`` is registered by the
-#: wire-protocol module (see :func:`register_scheme`).
+#: scheme → function(rest of the spec) returning an adapter. Built-in schemes are named here and
+#: imported on first use (the wire protocol is a layer below the harness and knows nothing of it);
+#: others are added with :func:`register_scheme`.
+BUILTIN_SCHEMES: dict[str, str] = {"stdio": "conformance.wire.client:load_stdio"}
 SCHEMES: dict[str, Callable[[str], Any]] = {}
 
 
@@ -34,13 +36,13 @@ def _scheme_of(spec: str) -> str | None:
     head, sep, _ = spec.partition(":")
     if sep and head in SCHEMES:
         return head
-    if sep and head == "stdio":
-        # The wire-protocol module registers itself on import; try it once.
+    if sep and head in BUILTIN_SCHEMES:
+        module, _, attr = BUILTIN_SCHEMES[head].partition(":")
         try:
-            importlib.import_module("conformance.wire")
+            SCHEMES[head] = getattr(importlib.import_module(module), attr)
         except ImportError:
-            pass
-        return head if head in SCHEMES else None
+            return None
+        return head
     return None
 
 

@@ -401,28 +401,6 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 # --------------------------------------------------------------------------- running
 
 
-def context_for(request: pytest.FixtureRequest) -> Any:
-    """The ``akc`` fixture's ScenarioContext for this item."""
-    from conformance.steps.common import ScenarioContext
-
-    if not _active(request.config):
-        # e.g. the suite module was imported by an earlier in-process run and is reused here
-        pytest.skip("the conformance suite needs --kernel=pkg.mod:factory")
-    state = request.config.stash[STATE_KEY]
-    meta = request.node.stash.get(META_KEY, None)
-    profiles = meta.profiles if meta else list(PROFILES)
-    profile = next((p for p in state.profiles if p in profiles), state.profiles[0] if state.profiles else "kernel")
-    return ScenarioContext(
-        adapter=state.adapter,
-        info=state.info,
-        runner=state.portal(),
-        profile=profile,
-        name=meta.scenario if meta else request.node.name,
-        feature=meta.feature if meta else "",
-        requirement_ids=meta.requirement_ids if meta else [],
-    )
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_bdd_before_step_call(request: Any, feature: Any, scenario: Any, step: Any, step_func: Any, step_func_args: Any) -> None:
     """pytest-bdd never awaits async steps (an async Then would pass silently): reject them."""

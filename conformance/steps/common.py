@@ -324,10 +324,26 @@ class ScenarioContext:
 
 @pytest.fixture
 def akc(request: pytest.FixtureRequest) -> ScenarioContext:
-    """The scenario under construction for this test (see ScenarioContext)."""
-    from conformance.harness.plugin import context_for
+    """The scenario under construction for this test (see ScenarioContext), built from the
+    plugin's state for this session and the item's requirement ids."""
+    from conformance.harness.plugin import META_KEY, PROFILES, STATE_KEY
 
-    return context_for(request)
+    if STATE_KEY not in request.config.stash:
+        # e.g. the suite module was imported by an earlier in-process run and is reused here
+        pytest.skip("the conformance suite needs --kernel=pkg.mod:factory")
+    state = request.config.stash[STATE_KEY]
+    meta = request.node.stash.get(META_KEY, None)
+    profiles = meta.profiles if meta else list(PROFILES)
+    profile = next((p for p in state.profiles if p in profiles), state.profiles[0] if state.profiles else "kernel")
+    return ScenarioContext(
+        adapter=state.adapter,
+        info=state.info,
+        runner=state.portal(),
+        profile=profile,
+        name=meta.scenario if meta else request.node.name,
+        feature=meta.feature if meta else "",
+        requirement_ids=meta.requirement_ids if meta else [],
+    )
 
 
 # ========================================================================== Given: profile

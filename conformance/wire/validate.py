@@ -28,9 +28,12 @@ def enabled() -> bool:
 
 @lru_cache(maxsize=None)
 def _validator(name: str) -> jsonschema.Draft202012Validator:
-    from conformance.cli import schemagen
+    from pydantic import TypeAdapter
 
-    return jsonschema.Draft202012Validator(schemagen.schema_of(f"protocol/{name}.schema.json"))
+    from conformance.wire.messages import schema_files
+
+    model = schema_files()[f"protocol/{name}.schema.json"]
+    return jsonschema.Draft202012Validator(TypeAdapter(model).json_schema(mode="validation"))
 
 
 def _check(name: str, value: Any, what: str) -> None:

@@ -1,0 +1,133 @@
+"""The layout holds: every module imports on its own, imports run one way between the layers,
+and the public API is exactly what ``conformance/__init__.py`` exports (frozen, as httpx's
+``test_exported_members`` freezes its own)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import conformance
+
+ROOT = Path(conformance.__file__).resolve().parent.parent
+
+#: The layers, lowest first. A module may import from its own layer or a lower one, never higher:
+#: commands → self-test/checks → harness → reports, traces, catalog, wire → boundary → base.
+LAYERS: list[tuple[str, ...]] = [
+    ("conformance", "conformance.errors", "conformance.paths", "conformance.__main__"),
+    ("conformance.boundary",),
+    ("conformance.catalog", "conformance.trace", "conformance.httpmodel"),
+    ("conformance.report", "conformance.wire", "reference_kernel"),
+    ("conformance.harness", "conformance.adapters"),
+    ("conformance.steps", "conformance.suite"),
+    ("conformance.selftest",),
+    ("conformance.cli",),
+]
+#: Allowed exceptions, each with its reason.
+ALLOWED = {
+    # the package's lazy public API re-exports from every layer (only on attribute access)
+    ("conformance", "*"),
+    # `python -m conformance` is the command line
+    ("conformance.__main__", "conformance.cli"),
+}
+
+
+def _layer(module: str) -> int:
+    best, rank = -1, -1
+    for i, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best:
+                best, rank = len(name), i
+    return rank
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in ("conformance", "reference_kernel"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if "_data" in path.parts:
+                continue
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Every conformance/reference_kernel module this one imports, at any depth of its code."""
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_pkg = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor if is_pkg else anchor[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for a in node.names:
+                found.add(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base)
+    return {m for m in found if m.split(".")[0] in ("conformance", "reference_kernel") and m in MODULES}
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def test_imports_run_one_way_between_layers() -> None:
+    wrong = []
+    for module, targets in GRAPH.items():
+        for target in targets:
+            if (module, "*") in ALLOWED or (module, target) in ALLOWED:
+                continue
+            if _layer(target) > _layer(module):
+                wrong.append(f"{module} (layer {_layer(module)}) imports {target} (layer {_layer(target)})")
+    assert not wrong, "imports against the layering:\n" + "\n".join(sorted(wrong))
+
+
+def test_every_module_has_a_layer() -> None:
+    assert not [m for m in MODULES if _layer(m) < 0]
+
+
+def test_no_import_circles() -> None:
+    """No cycle in the module import graph (function-level imports included)."""
+    graph = {m: {t for t in ts if t != m and (m, "*") not in ALLOWED} for m, ts in GRAPH.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            # a package's __init__ is imported by its submodules implicitly, not a cycle edge
+            if node.startswith(nxt + "."):
+                continue
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    assert not cycles, "import circles:\n" + "\n".join(" → ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(("conformance.adapters.", "conformance.suite"))))
+def test_module_imports_alone(module: str) -> None:
+    """Each module imports in a fresh interpreter on its own (a circle shows up as an ImportError)."""
+    proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]

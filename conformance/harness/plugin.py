@@ -131,7 +131,7 @@ _STACK: list[AkcState] = []
 
 
 def current_state() -> AkcState:
-    """The active plugin state (for conformance.harness.properties); HarnessError outside a run."""
+    """The active plugin state (for conformance.suite.properties); HarnessError outside a run."""
     if not _STACK:
         from conformance.errors import HarnessError
 

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.errors import ConformanceFailure, expect_order
-from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
 from conformance.steps.conc import expect_no_overlap, run_tolerant
 

@@ -23,7 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from conformance.errors import ConformanceFailure, expect_equal
-from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, SubagentDef, ToolDef, Usage
 from conformance.steps.cost import end_subtype, sessions
 

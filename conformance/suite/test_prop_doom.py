@@ -18,7 +18,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from conformance.errors import ConformanceFailure, expect_order
-from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
 
 ARGS_A = {"q": 1, "r": "x", "s": [1, 2], "t": {"u": None, "v": True}}

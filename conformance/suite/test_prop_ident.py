@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.errors import ConformanceFailure, expect_equal
-from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 from conformance.boundary.scenario import ModelResponse
 from conformance.steps.ident import message_turn, uuid7_problem, uuid_int
 

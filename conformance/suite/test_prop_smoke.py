@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.errors import expect_equal
-from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 from conformance.boundary.scenario import ModelResponse
 
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.errors import ConformanceFailure, expect_true
-from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 from conformance.boundary.scenario import ModelResponse, ScriptedToolCall, ToolDef
 from conformance.steps.ident import check_tag_list, normal_turn, turn_events
 from conformance.steps.tag import unchanged_problem

@@ -6,7 +6,7 @@ the kernel under test with :func:`run` / :func:`context`, which use the session'
 adapter (the same hard timeouts as the feature scenarios)::
 
     from hypothesis import given, strategies as st
-    from conformance.harness.properties import PROPERTY_SETTINGS, context, requirement
+    from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 
     @requirement("TOOL-003", profile="kernel")
     @PROPERTY_SETTINGS

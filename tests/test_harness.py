@@ -20,7 +20,8 @@ if str(ROOT) not in sys.path:
 from conformance import certify  # noqa: E402
 from conformance.errors import ConformanceFailure, HarnessError, UsageError  # noqa: E402
 from conformance.harness.loading import load_adapter  # noqa: E402
-from conformance.report.model import Report, to_junit, to_markdown, write_reports  # noqa: E402
+from conformance.report.model import Report  # noqa: E402
+from conformance.report.writers import to_junit, to_markdown, write_reports  # noqa: E402
 from conformance.harness.runner import PortalRunner, run_sync  # noqa: E402
 from conformance.boundary.scenario import Scenario  # noqa: E402
 from conformance.report.verdicts import Check, ReqInfo, compute  # noqa: E402

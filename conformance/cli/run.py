@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
             os.environ["AKC_VALIDATE_PROTOCOL"] = "1"
         from conformance.harness.certify import SuiteOptions, run_suite
         from conformance.errors import UsageError
-        from conformance.report.model import print_report
+        from conformance.report.terminal import print_report
 
         options = SuiteOptions(
             adapter=adapter,

@@ -497,7 +497,7 @@ def keep_trace(state: AkcState, check: Check, run: Any) -> None:
     if failed:
         state.failed_traces[(check.feature, check.scenario)] = trace
     if state.traces_dir:
-        from conformance.report.model import write_atomic
+        from conformance.report.writers import write_atomic
 
         name = trace_filename(check.feature, check.scenario)
         stem, n = name.removesuffix(".json"), 2
@@ -535,7 +535,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not _active(config):
         return
     state = config.stash[STATE_KEY]
-    from conformance.report.model import write_reports
+    from conformance.report.writers import write_reports
 
     # Deselected items never got a Check; an interrupted run writes no (partial) report.
     state.report = build_report(state)
@@ -598,7 +598,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash[STATE_KEY]
     if state.report is None:
         return
-    from conformance.report.model import render_table
+    from conformance.report.terminal import render_table
 
     terminalreporter.section("agent kernel conformance")
     terminalreporter.write(render_table(state.report, width=terminalreporter._tw.fullwidth))

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapters import KERNELS, KernelEntry
-from conformance.report.model import VERDICTS, Report, RequirementResult, explanation, write_atomic
+from conformance.report.model import VERDICTS, Report, RequirementResult, explanation
+from conformance.report.writers import write_atomic
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_MD = REPO_ROOT / "docs" / "conformance-matrix.md"

@@ -1,16 +1,13 @@
-"""The conformance report: one pydantic model, and its JSON, JUnit XML, Markdown and terminal forms.
+"""The conformance report: one pydantic model (the writers are in :mod:`conformance.report.writers`,
+the terminal view in :mod:`conformance.report.terminal`).
 
 Keyed by requirement id and scenario name, never by pytest node ids (they change with how
-pytest was invoked). Files are written atomically (temp file + rename), once the run is complete.
+pytest was invoked).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 from typing import Literal
-from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,29 +91,7 @@ class Report(_Model):
         return [r for r in self.requirements if r.verdict in ("fail", "error", "incomplete")]
 
 
-# --------------------------------------------------------------------------- writing
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target
-
-
-def to_json(report: Report) -> str:
-    return report.model_dump_json(indent=2) + "\n"
+# --------------------------------------------------------------------------- reading
 
 
 def failing_check(req: RequirementResult) -> CheckResult | None:
@@ -136,55 +111,6 @@ def explanation(req: RequirementResult) -> str:
     return req.message or req.verdict
 
 
-def to_junit(report: Report) -> str:
-    """One testcase per requirement; failure/error/skipped elements by verdict."""
-    counts = report.summary
-    suite = ET.Element(
-        "testsuite",
-        name=f"akc {report.kernel.name} {report.kernel.version}",
-        tests=str(len(report.requirements)),
-        failures=str(counts.get("fail", 0)),
-        errors=str(counts.get("error", 0)),
-        skipped=str(counts.get("not-offered", 0) + counts.get("incomplete", 0)),
-        time=f"{report.duration_s:.3f}",
-    )
-    props = ET.SubElement(suite, "properties")
-    ET.SubElement(props, "property", name="suite_version", value=report.suite.version)
-    ET.SubElement(props, "property", name="catalog_version", value=str(report.suite.catalog_version))
-    ET.SubElement(props, "property", name="exit_code", value=str(report.exit_code))
-    for req in report.requirements:
-        case = ET.SubElement(suite, "testcase", classname=f"{req.level}", name=req.id)
-        message = explanation(req)
-        if req.verdict == "fail":
-            el = ET.SubElement(case, "failure", message=message)
-            el.text = _details(req)
-        elif req.verdict == "error":
-            el = ET.SubElement(case, "error", message=message)
-            el.text = _details(req)
-        elif req.verdict == "not-offered":
-            ET.SubElement(case, "skipped", message="not offered")
-        elif req.verdict == "incomplete":
-            ET.SubElement(case, "skipped", message=f"incomplete: {message}")
-        if req.statement:
-            ET.SubElement(case, "system-out").text = req.statement
-    for k, error in enumerate(report.errors):
-        case = ET.SubElement(suite, "testcase", classname="harness", name=f"harness-error-{k + 1}")
-        ET.SubElement(case, "error", message=error)
-    for entry in report.untestable:
-        case = ET.SubElement(suite, "testcase", classname="untestable", name=entry.id)
-        ET.SubElement(case, "skipped", message=f"untestable: {entry.reason}")
-    suites = ET.Element("testsuites")
-    suites.append(suite)
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
-
-
-def _details(req: RequirementResult) -> str:
-    return "\n".join(
-        f"[{c.outcome}] {c.feature} / {c.scenario}: {c.message or ''}" for c in req.checks if c.outcome != "pass"
-    )
-
-
 def summary_line(report: Report) -> str:
     counts = ", ".join(f"{report.summary.get(v, 0)} {v}" for v in VERDICTS)
     status = {0: "conformant", 1: "NOT conformant", 3: "incomplete"}.get(report.exit_code, "usage error")
@@ -192,95 +118,3 @@ def summary_line(report: Report) -> str:
         f"{report.kernel.name} {report.kernel.version} [{', '.join(report.profiles) or 'no profile'}]: "
         f"{status} — {counts}; {len(report.untestable)} untestable; {report.duration_s:.1f} s"
     )
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def to_markdown(report: Report) -> str:
-    """A CI step summary: the counts, then the requirements that are not a pass."""
-    lines = [
-        f"## Agent kernel conformance: {report.kernel.name} {report.kernel.version}",
-        "",
-        summary_line(report),
-        "",
-        "| verdict | count |",
-        "| --- | --- |",
-    ]
-    lines += [f"| {v} | {report.summary.get(v, 0)} |" for v in VERDICTS]
-    bad = [r for r in report.requirements if r.verdict in ("fail", "error", "incomplete")]
-    if bad:
-        lines += ["", "### Requirements not passing", "", "| id | level | verdict | why |", "| --- | --- | --- | --- |"]
-        lines += [f"| {r.id} | {r.level} | {r.verdict} | {_md_cell(explanation(r))} |" for r in bad]
-    if report.errors:
-        lines += ["", "### Harness errors", ""] + [f"- {_md_cell(e)}" for e in report.errors]
-    offered = [r.id for r in report.requirements if r.verdict == "not-offered"]
-    if offered:
-        lines += ["", f"Not offered: {', '.join(offered)}"]
-    return "\n".join(lines) + "\n"
-
-
-def write_reports(
-    report: Report, *, json_path: str | None = None, junit_path: str | None = None, markdown_path: str | None = None
-) -> list[Path]:
-    """Write each requested report atomically; returns the paths written."""
-    written = []
-    if json_path:
-        written.append(write_atomic(json_path, to_json(report)))
-    if junit_path:
-        written.append(write_atomic(junit_path, to_junit(report)))
-    if markdown_path:
-        written.append(write_atomic(markdown_path, to_markdown(report)))
-    return written
-
-
-# --------------------------------------------------------------------------- terminal
-
-_STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "incomplete": "yellow", "not-offered": "dim"}
-
-
-def render_table(report: Report, *, verbose: bool = False, width: int | None = None) -> str:
-    """A rich table (one row per requirement) plus the summary line, as text."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=f"{report.kernel.name} {report.kernel.version}", show_lines=False)
-    table.add_column("requirement", no_wrap=True)
-    table.add_column("level", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("why (failing scenario: expected / observed)")
-    for r in report.requirements:
-        why = "" if r.verdict == "pass" else explanation(r)
-        table.add_row(escape(r.id), escape(r.level), f"[{_STYLE.get(r.verdict, '')}]{r.verdict}[/]", escape(why))
-    console = Console(record=True, width=width or 120, file=open(os.devnull, "w"), force_terminal=False)  # noqa: SIM115
-    if table.row_count:
-        console.print(table)
-    for error in report.errors:
-        console.print(escape(f"harness error: {error}"))
-    console.print(escape(summary_line(report)))
-    return console.export_text()
-
-
-def print_report(report: Report, *, verbose: bool = False) -> None:
-    """Print the table and summary line to the terminal (colours when it is one)."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(stderr=False)
-    table = Table(show_lines=False)
-    table.add_column("requirement", no_wrap=True)
-    table.add_column("level", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("why (failing scenario: expected / observed)", overflow="fold")
-    for r in report.requirements:
-        why = "" if r.verdict == "pass" else explanation(r)
-        table.add_row(escape(r.id), escape(r.level), f"[{_STYLE.get(r.verdict, '')}]{r.verdict}[/]", escape(why))
-    if table.row_count:
-        console.print(table)
-    for error in report.errors:
-        console.print(f"[bold magenta]harness error:[/] {escape(error)}", highlight=False)
-    style = "green" if report.exit_code == 0 else "red" if report.exit_code == 1 else "yellow"
-    console.print(f"[{style}]{escape(summary_line(report))}[/]", highlight=False)

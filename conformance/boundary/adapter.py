@@ -86,6 +86,10 @@ class AdapterInfo(_Model):
     capabilities: list[str] = Field(default_factory=list)
     #: The status subtype this kernel uses when its doom-loop detector fires (seeds leave it open).
     doom_loop_subtype: str | None = None
+    #: The kernel's reading of open points of the seeds: {reading id: alternative id} (``akc
+    #: readings``). Optional: undeclared, every legal alternative is accepted; declared, the checks
+    #: hold the kernel to it, and the report prints it.
+    readings: dict[str, str] = Field(default_factory=dict)
 
 
 class TurnInfo(_Model):

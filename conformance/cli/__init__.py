@@ -21,6 +21,7 @@ app = typer.Typer(
 #: Modules that each define ``register(app)``; imported only when the command line runs.
 COMMAND_MODULES = (
     "conformance.cli.catalog",
+    "conformance.cli.readings",
     "conformance.cli.run",
     "conformance.cli.smoke",
     "conformance.cli.selftest",

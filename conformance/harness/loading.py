@@ -85,6 +85,12 @@ def check_adapter(adapter: Any, where: str) -> Any:
             adapter.info = info
         except AttributeError:
             pass
+    if info.readings:
+        from conformance.catalog.readings import validate_declared
+
+        problems = validate_declared(info.readings)
+        if problems:
+            raise UsageError(f"adapter {where}: 'info.readings': {problems[0]}")
     run = getattr(adapter, "run", None)
     if run is None or not callable(run):
         raise UsageError(f"adapter {where}: {type(adapter).__name__} has no 'run' method")

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from conformance.harness.evidence import EvidenceLog
+
 if TYPE_CHECKING:  # pragma: no cover
     from conformance.report.model import Report
     from conformance.harness.runner import PortalRunner
@@ -99,6 +101,18 @@ class AkcState:
     failed_traces: dict[tuple[str, str], Any] = field(default_factory=dict)
     trace_names: set[str] = field(default_factory=set)
     restore_hypothesis: Any = None
+    #: Each item's evidence (conformance.harness.evidence), by node id; and, per item, how many
+    #: lines it had when its current Then step began.
+    evidence: dict[str, EvidenceLog] = field(default_factory=dict)
+    evidence_mark: dict[str, int] = field(default_factory=dict)
+
+    def evidence_log(self, nodeid: str | None) -> EvidenceLog:
+        """The evidence log of item ``nodeid`` (of the running item when None)."""
+        key = nodeid if nodeid is not None else (self.current or "")
+        log = self.evidence.get(key)
+        if log is None:
+            log = self.evidence[key] = EvidenceLog()
+        return log
 
     def portal(self) -> PortalRunner:
         if self.runner is None:
@@ -413,6 +427,26 @@ def pytest_bdd_before_step_call(request: Any, feature: Any, scenario: Any, step:
             f"step {step.keyword} {step.name!r} is defined with 'async def' ({step_func.__module__}.{step_func.__name__}); "
             "pytest-bdd never awaits it — write steps as plain functions"
         )
+    if _active(request.config) and step.type == "then":
+        state = request.config.stash[STATE_KEY]
+        state.evidence_mark[request.node.nodeid] = len(state.evidence_log(request.node.nodeid))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_bdd_after_step(request: Any, feature: Any, scenario: Any, step: Any, step_func: Any, step_func_args: Any) -> None:
+    """Evidence before pass: a Then step that judged nothing it had seen happen is a defect of the
+    check (``error``), never a pass (see conformance.harness.evidence)."""
+    if not (_active(request.config) and step.type == "then"):
+        return
+    state = request.config.stash[STATE_KEY]
+    nodeid = request.node.nodeid
+    if len(state.evidence_log(nodeid)) <= state.evidence_mark.get(nodeid, 0):
+        from conformance.errors import HarnessError
+
+        raise HarnessError(
+            f"the check step 'Then {step.name}' recorded no evidence that its situation happened "
+            f"({step_func.__module__}.{step_func.__name__}: a defect of the suite, not of the kernel)"
+        )
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -526,6 +560,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     result, message = classify(report, call)
     if message and result in ("fail", "error") and item.nodeid in state.step:
         message = f"{message} (at step: {state.step[item.nodeid]})"
+    if report.when == "call":
+        check.evidence = list(state.evidence_log(item.nodeid).lines)
+        if result == "pass" and not check.evidence:
+            result, message = "error", "the check passed without recording evidence that its situation happened (a defect of the suite)"
     check.worsen(result, message)
 
 
@@ -580,7 +618,8 @@ def build_report(state: AkcState) -> Report:
     return Report(
         suite=SuiteInfo(version=__version__, catalog_version=getattr(state.catalog, "version", None) if state.catalog else None),
         kernel=KernelInfo(
-            name=info.name, version=info.version, language=info.language, profiles=list(info.profiles), capabilities=list(info.capabilities)
+            name=info.name, version=info.version, language=info.language, profiles=list(info.profiles),
+            capabilities=list(info.capabilities), readings=dict(info.readings),
         ),
         profiles=list(state.profiles),
         requirements=verdicts.requirements,

@@ -33,6 +33,8 @@ class KernelInfo(_Model):
     language: str = "python"
     profiles: list[str] = Field(default_factory=list)
     capabilities: list[str] = Field(default_factory=list)
+    #: The readings of open points the adapter declared ({reading id: alternative id}).
+    readings: dict[str, str] = Field(default_factory=dict)
 
 
 class CheckResult(_Model):
@@ -42,6 +44,9 @@ class CheckResult(_Model):
     scenario: str
     outcome: CheckOutcome
     message: str | None = None
+    #: What the check saw that shows its situation happened (evidence before pass): one line per
+    #: observation, e.g. "plan-ready dispatched (2)". A check passes only with evidence.
+    evidence: list[str] = Field(default_factory=list)
     #: For a failed or errored check: the scenario's canonical trace (``schemas/trace.schema.json``),
     #: so a kernel author sees what happened without re-running it.
     trace: Trace | None = None

@@ -40,6 +40,8 @@ class Check:
     outcome: str = "pass"
     message: str | None = None
     profiles: list[str] = field(default_factory=list)
+    #: What the check observed that shows its situation happened (see conformance.harness.evidence).
+    evidence: list[str] = field(default_factory=list)
 
     def worsen(self, outcome: str, message: str | None) -> None:
         """Keep the most severe outcome seen over setup, call and teardown."""
@@ -89,7 +91,10 @@ def is_gating(req: ReqInfo | RequirementResult, strict: bool = False) -> bool:
 
 def requirement_verdict(req: ReqInfo, checks: list[Check], capabilities: Iterable[str]) -> RequirementResult:
     """The verdict of one (testable) requirement over its checks."""
-    results = [CheckResult(feature=c.feature, scenario=c.scenario, outcome=c.outcome, message=c.message) for c in checks]  # type: ignore[arg-type]
+    results = [
+        CheckResult(feature=c.feature, scenario=c.scenario, outcome=c.outcome, message=c.message, evidence=c.evidence)  # type: ignore[arg-type]
+        for c in checks
+    ]
     base = dict(
         id=req.id, level=req.level, profiles=req.profiles, statement=req.statement, gating=is_gating(req), checks=results
     )

@@ -26,6 +26,7 @@ from conformance.errors import (
     expect_subsequence,
     show,
 )
+from conformance.harness.evidence import EvidenceLog
 from conformance.harness.runner import PortalRunner, ScenarioRun
 from conformance.boundary.scenario import (
     HOOK_POINTS,
@@ -95,8 +96,11 @@ class ScenarioContext:
         name: str = "scenario",
         feature: str = "",
         requirement_ids: list[str] | None = None,
+        evidence: EvidenceLog | None = None,
     ) -> None:
         self.adapter = adapter
+        #: What the checks of this scenario saw (evidence before pass: every Then step records).
+        self.evidence = evidence if evidence is not None else EvidenceLog()
         self.info = info
         self.runner = runner
         self.feature = feature
@@ -318,6 +322,40 @@ class ScenarioContext:
                 return o
         raise ConformanceFailure(f"outcome of user message {message}", "an outcome", [o.message for o in outcomes])
 
+    # ----------------------------------------------------------------- readings
+
+    def accepts(self, reading_id: str) -> set[str]:
+        """The alternatives of an open point (``akc readings``) this check must accept: the one
+        the adapter declared in ``AdapterInfo.readings``, or all of them."""
+        from conformance.catalog.readings import load_readings
+
+        row = load_readings().get(reading_id)
+        if row is None:
+            raise HarnessError(f"a check names unknown reading {reading_id!r}")
+        declared = self.info.readings.get(reading_id)
+        return {declared} if declared else {a.id for a in row.alternatives}
+
+    # ----------------------------------------------------------------- evidence
+
+    def served_calls(self) -> list[dict[str, Any]]:
+        """The tool_use blocks the scripted model actually streamed to the kernel, in order."""
+        return [
+            {"id": c.get("id"), "name": c.get("name")}
+            for e in self.events("model_response")
+            for c in e["chunks"]
+            if c.get("type") == "tool_use"
+        ]
+
+    def require_kernel_ran(self) -> list[dict[str, Any]]:
+        """Evidence that the kernel ran the scenario at all: it called the model (mandatory —
+        every scenario scripts at least one model call)."""
+        return self.evidence.require("model requests the kernel made", self.model_requests())
+
+    def require_call_served(self, call: str) -> None:
+        """Evidence for a check about call ``call`` (id or tool name): the model asked for it."""
+        served = [c for c in self.served_calls() if call in (c["id"], c["name"])]
+        self.evidence.require(f"the model asked for call {call}", served)
+
 
 # ========================================================================== the fixture
 
@@ -343,6 +381,7 @@ def akc(request: pytest.FixtureRequest) -> ScenarioContext:
         name=meta.scenario if meta else request.node.name,
         feature=meta.feature if meta else "",
         requirement_ids=meta.requirement_ids if meta else [],
+        evidence=state.evidence_log(request.node.nodeid),
     )
 
 
@@ -640,6 +679,7 @@ def then_run_ends(akc: ScenarioContext, field: str, value: str) -> None:
     """The last user message's outcome has this status subtype / status."""
     outcome = akc.outcome()
     expect_equal(f"{field} of the run", value, getattr(outcome, field))
+    akc.evidence.saw(f"the run ended with {field} {value!r}")
 
 
 @then(parsers.re(r'message (?P<k>\d+) ends with (?P<field>subtype|status) "(?P<value>[^"]*)"$'))
@@ -647,12 +687,14 @@ def then_message_ends(akc: ScenarioContext, k: str, field: str, value: str) -> N
     """User message k's (1-based) outcome has this status subtype / status."""
     outcome = akc.outcome(int(k) - 1)
     expect_equal(f"{field} of user message {k}", value, getattr(outcome, field))
+    akc.evidence.saw(f"user message {k} ended with {field} {value!r}")
 
 
 @then(parsers.re(r'the reply is "(?P<text>[^"]*)"$'))
 def then_reply(akc: ScenarioContext, text: str) -> None:
     """The last user message's final answer text."""
     expect_equal("the reply", text, akc.outcome().reply)
+    akc.evidence.saw(f"the reply {text!r}")
 
 
 @then("the kernel did not raise")
@@ -661,6 +703,8 @@ def then_not_raised(akc: ScenarioContext) -> None:
     raised = akc.result.raised
     if raised is not None:
         raise ConformanceFailure("the kernel's API", "a status, no exception", f"raised {raised.type}: {raised.message}")
+    outcomes = akc.evidence.require("outcomes with a status (one per user message)", [o for o in akc.result.outcomes if o.status])
+    expect_equal("outcomes with a status", len(akc.scenario.user_messages), len(outcomes))
 
 
 @then(parsers.re(r'the kernel rejected the scenario(?: naming "(?P<field>[^"]+)")?$'))
@@ -671,6 +715,7 @@ def then_rejected(akc: ScenarioContext, field: str | None) -> None:
         raise ConformanceFailure("the configuration", "rejected", "accepted")
     if field and field not in rejected.field:
         raise ConformanceFailure("the rejected field", field, rejected.field)
+    akc.evidence.saw(f"the kernel rejected the scenario naming {rejected.field!r}")
 
 
 # ========================================================================== Then: model
@@ -679,12 +724,17 @@ def then_rejected(akc: ScenarioContext, field: str | None) -> None:
 @then(parsers.re(r"the model was called (?P<n>\d+) times?$"))
 def then_model_called(akc: ScenarioContext, n: str) -> None:
     """Exactly n model calls happened."""
+    if int(n) == 0:
+        seen = list(akc.result.outcomes) + ([akc.result.rejected] if akc.result.rejected else [])
+        akc.evidence.require("an outcome or a rejection for the scenario", seen)
     expect_equal("model calls", int(n), len(akc.model_requests()))
+    akc.evidence.saw(f"{n} model calls")
 
 
 @then("the model script was not exhausted")
 def then_script_not_exhausted(akc: ScenarioContext) -> None:
     """The kernel did not call the model more often than the script allows."""
+    akc.require_kernel_ran()
     extra = akc.events("script_exhausted")
     if extra:
         raise ConformanceFailure(
@@ -695,28 +745,33 @@ def then_script_not_exhausted(akc: ScenarioContext) -> None:
 @then("the last model request has no tool specs")
 def then_last_request_no_tools(akc: ScenarioContext) -> None:
     """The last request's ``tools`` is empty or absent."""
+    requests = akc.require_kernel_ran()
     tools = akc.model_request(-1).get("tools") or []
     expect_equal("tool specs in the last model request", [], [t.get("name") for t in tools])
+    akc.evidence.saw(f"model request {len(requests)} (the last) has no tool specs")
 
 
 @then(parsers.re(r"model request (?P<k>\d+) has tool specs$"))
 def then_request_has_tools(akc: ScenarioContext, k: str) -> None:
     """Model request k (1-based) offers at least one tool spec."""
     tools = akc.model_request(int(k)).get("tools") or []
-    if not tools:
-        raise ConformanceFailure(f"tool specs in model request {k}", "at least one", "none")
+    akc.evidence.require(f"tool specs in model request {k}", tools)
 
 
 @then(parsers.re(r'the tool results in model request (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
 def then_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """All tool_result messages of model request k (1-based, whole history) carry these call ids, in order."""
-    expect_order(f"tool results in model request {k}", split_ids(ids), akc.tool_result_ids(int(k)))
+    observed = akc.tool_result_ids(int(k))
+    expect_order(f"tool results in model request {k}", split_ids(ids), observed)
+    akc.evidence.require(f"tool results in model request {k}", observed)
 
 
 @then(parsers.re(r'the latest tool results in model request (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
 def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """The tool_result messages after the last assistant message of model request k carry these ids, in order."""
-    expect_order(f"latest tool results in model request {k}", split_ids(ids), akc.latest_tool_result_ids(int(k)))
+    observed = akc.latest_tool_result_ids(int(k))
+    expect_order(f"latest tool results in model request {k}", split_ids(ids), observed)
+    akc.evidence.require(f"latest tool results in model request {k}", observed)
 
 
 # ========================================================================== Then: hooks
@@ -725,26 +780,35 @@ def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> No
 @then(parsers.re(r"the hook points of model turn (?P<k>\d+) are dispatched in the order:$"))
 def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, in model turn k (a one-column table or a docstring)."""
-    expect_order(f"hook points of model turn {k}", list_items(datatable, docstring), akc.model_turn_points(int(k)))
+    observed = akc.model_turn_points(int(k))
+    expect_order(f"hook points of model turn {k}", list_items(datatable, docstring), observed)
+    akc.evidence.require(f"hook dispatches in model turn {k}", observed)
 
 
 @then(parsers.re(r"the hook points of model turn (?P<k>\d+) include, in order:$"))
 def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """These points appear in model turn k in this order (others may come between)."""
-    expect_subsequence(f"hook points of model turn {k}", list_items(datatable, docstring), akc.model_turn_points(int(k)))
+    observed = akc.model_turn_points(int(k))
+    expect_subsequence(f"hook points of model turn {k}", list_items(datatable, docstring), observed)
+    akc.evidence.require(f"hook dispatches in model turn {k}", observed)
 
 
 @then("the hook points are dispatched in the order:")
 def then_all_points(akc: ScenarioContext, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, over the whole run."""
-    expect_order("hook points of the run", list_items(datatable, docstring), akc.dispatched_points())
+    observed = akc.dispatched_points()
+    expect_order("hook points of the run", list_items(datatable, docstring), observed)
+    akc.evidence.require("hook dispatches in the run", observed)
 
 
 @then(parsers.re(r'"(?P<point>[^"]+)" was dispatched (?P<n>\d+) times?$'))
 def then_point_count(akc: ScenarioContext, point: str, n: str) -> None:
     """This hook point was dispatched exactly n times."""
     akc._check_point(point)
+    if int(n) == 0:
+        akc.require_kernel_ran()
     expect_equal(f"dispatches of {point}", int(n), len(akc.hook_dispatches(point)))
+    akc.evidence.saw(f"{point} dispatched {n} times")
 
 
 @then(parsers.re(r'"(?P<point>[^"]+)" was not dispatched$'))
@@ -761,11 +825,13 @@ def then_tool_ran(akc: ScenarioContext, call: str) -> None:
     """A tool call with this call id (or tool name) started."""
     if not akc.tool_ran(call):
         raise ConformanceFailure(f"tool {call}", "it ran", f"tool starts: {show([e['call_id'] for e in akc.tool_starts()])}")
+    akc.evidence.saw(f"tool {call} ran")
 
 
 @then(parsers.re(r'tool "(?P<call>[^"]+)" did not run$'))
 def then_tool_not_ran(akc: ScenarioContext, call: str) -> None:
     """No tool call with this call id (or tool name) started."""
+    akc.require_call_served(call)
     if akc.tool_ran(call):
         raise ConformanceFailure(f"tool {call}", "it did not run", "it ran")
 
@@ -773,4 +839,7 @@ def then_tool_not_ran(akc: ScenarioContext, call: str) -> None:
 @then(parsers.re(r"(?P<n>\d+) tool calls? ran$"))
 def then_tool_count(akc: ScenarioContext, n: str) -> None:
     """Exactly n tool calls started."""
+    if int(n) == 0:
+        akc.evidence.require("tool calls the model asked for", akc.served_calls())
     expect_equal("tool calls that ran", int(n), len(akc.tool_starts()))
+    akc.evidence.saw(f"{n} tool calls ran")

@@ -101,7 +101,10 @@ def context(profile: str = "kernel", name: str = "property") -> Any:
     state = _state()
     if profile not in state.info.profiles:
         raise Unsupported(f"the adapter does not claim the {profile} profile")
-    return ScenarioContext(adapter=state.adapter, info=state.info, runner=state.portal(), profile=profile, name=name)
+    return ScenarioContext(
+        adapter=state.adapter, info=state.info, runner=state.portal(), profile=profile, name=name,
+        evidence=state.evidence_log(None),
+    )
 
 
 def run_ok(scenario: Scenario) -> RunResult:

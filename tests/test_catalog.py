@@ -103,7 +103,6 @@ def test_conflicts_point_at_other_profile_and_are_symmetric(cat: Catalog) -> Non
         ("TOOL-001", "CONC-002"),  # all parallel vs same key sequential
         ("TOOL-001", "CONC-004"),  # all parallel vs provider-wide lock
         ("TOOL-002", "CONC-001"),  # all sequential with an interactive call vs by key
-        ("TURN-009", "LOOP-015"),  # on_session_start only when new vs every session run
     ],
 )
 def test_known_conflicts_are_recorded(cat: Catalog, left: str, right: str) -> None:

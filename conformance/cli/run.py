@@ -35,6 +35,7 @@ def register(app: typer.Typer) -> None:
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show pytest's own output")] = False,
         timeout_cap: Annotated[float | None, typer.Option("--timeout-cap", help="cap every scenario's timeout (seconds)", hidden=True)] = None,
         validate_protocol: Annotated[bool, typer.Option("--validate-protocol", help="stdio adapters: validate every message (docs/protocol.md)")] = False,
+        hypothesis_profile: Annotated[str, typer.Option("--hypothesis-profile", help="ci (10 derandomized examples per property) | explore (hundreds, with shrinking)")] = "ci",
     ) -> None:
         """Run the conformance suite against a kernel adapter."""
         if validate_protocol:  # read by conformance.wire.validate
@@ -56,6 +57,7 @@ def register(app: typer.Typer) -> None:
             verbose=verbose,
             timeout_cap_s=timeout_cap,
             traces_dir=str(traces) if traces else None,
+            hypothesis_profile=hypothesis_profile,
         )
         try:
             result = run_suite(options)

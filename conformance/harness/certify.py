@@ -66,6 +66,8 @@ class SuiteOptions:
     smoke: bool = False
     #: Write each scenario's canonical trace into this folder (``--akc-traces``).
     traces_dir: str | None = None
+    #: ``ci`` (10 derandomized examples per property) or ``explore`` (hundreds, shrinking on).
+    hypothesis_profile: str = "ci"
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -90,10 +92,12 @@ def _plugin_autoloaded() -> bool:
 
 def validate(options: SuiteOptions) -> None:
     """Check everything that makes a usage error before any scenario runs (one-line errors)."""
-    from conformance.harness.plugin import PROFILES, REQ_ID, catalog_get, load_catalog_or_none, parse_profile
+    from conformance.harness.plugin import HYPOTHESIS_PROFILES, PROFILES, REQ_ID, catalog_get, load_catalog_or_none, parse_profile
 
     if options.backend not in BACKENDS:
         raise UsageError(f"unknown backend {options.backend!r} (use asyncio or trio)")
+    if options.hypothesis_profile not in HYPOTHESIS_PROFILES:
+        raise UsageError(f"unknown hypothesis profile {options.hypothesis_profile!r} (use {' or '.join(HYPOTHESIS_PROFILES)})")
     wanted = parse_profile(options.profile)
     bad = [r for r in options.reqs if not REQ_ID.match(r.strip().upper())]
     if bad:
@@ -155,6 +159,8 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         args.append("--akc-smoke")
     if options.timeout_cap_s is not None:
         args += ["--akc-timeout-cap", str(options.timeout_cap_s)]
+    if options.hypothesis_profile != "ci":
+        args += ["--akc-hypothesis-profile", options.hypothesis_profile]
     if options.traces_dir:
         args += ["--akc-traces", str(options.traces_dir)]
     return args + list(options.extra_args)

@@ -49,7 +49,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--akc-strict", action="store_true", default=False, help="a failing SHOULD/MAY also fails the run")
     group.addoption("--akc-timeout-cap", type=float, default=None, metavar="S", help="cap every scenario's timeout at S seconds")
     group.addoption("--akc-traces", default=None, metavar="DIR", help="write each scenario's canonical trace to DIR (one JSON file per scenario)")
+    group.addoption("--akc-hypothesis-profile", default="ci", choices=HYPOTHESIS_PROFILES,
+                    help="ci: 10 derandomized examples per property, no shrinking (fast, the same every run); "
+                         "explore: hundreds of random examples, shrinking on, failures kept in the run's own temp dir")
     group.addoption("--akc-no-summary", action="store_true", default=False, help="do not print the verdict table (akc run prints its own)")
+
+
+HYPOTHESIS_PROFILES = ("ci", "explore")
+#: Examples per property in the explore profile.
+EXPLORE_EXAMPLES = 300
 
 
 def _add_with_alias(group: Any, name: str, alias: str, **kwargs: Any) -> None:
@@ -101,6 +109,10 @@ class AkcState:
     failed_traces: dict[tuple[str, str], Any] = field(default_factory=dict)
     trace_names: set[str] = field(default_factory=set)
     restore_hypothesis: Any = None
+    #: ``--akc-hypothesis-profile``; for ``explore``, the run's own folder for Hypothesis's
+    #: example database (removed with the run).
+    hypothesis_profile: str = "ci"
+    hypothesis_dir: str | None = None
     #: Each item's evidence (conformance.harness.evidence), by node id; and, per item, how many
     #: lines it had when its current Then step began.
     evidence: dict[str, EvidenceLog] = field(default_factory=dict)
@@ -243,6 +255,7 @@ def build_state(config: pytest.Config) -> AkcState:
         backend=config.getoption("akc_backend"),
         strict=config.getoption("akc_strict"),
         timeout_cap_s=config.getoption("akc_timeout_cap"),
+        hypothesis_profile=config.getoption("akc_hypothesis_profile"),
         smoke=config.getoption("akc_smoke"),
         traces_dir=config.getoption("akc_traces", None),
     )
@@ -286,6 +299,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.restore_hypothesis is not None:
         state.restore_hypothesis()
         state.restore_hypothesis = None
+    if state.hypothesis_dir is not None:
+        import shutil
+
+        shutil.rmtree(state.hypothesis_dir, ignore_errors=True)
+        state.hypothesis_dir = None
 
 
 def freeze_hypothesis_constants() -> Any:
@@ -401,6 +419,40 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    if state.hypothesis_profile == "explore":
+        _explore(state, keep)
+
+
+def _explore(state: AkcState, items: list[pytest.Item]) -> None:
+    """The explore profile: every property runs hundreds of random examples with shrinking, and a
+    failure database under the run's own temp dir (not a folder shared by every run). The
+    properties' own settings are swapped for this run and put back when it ends."""
+    import tempfile
+
+    from hypothesis import Phase, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    state.hypothesis_dir = tempfile.mkdtemp(prefix="akc-hypothesis-")
+    database = DirectoryBasedExampleDatabase(state.hypothesis_dir)
+    swapped: list[tuple[Any, Any]] = []
+    for item in items:
+        test = getattr(item, "obj", None)
+        current = getattr(test, "_hypothesis_internal_use_settings", None)
+        if current is None:
+            continue
+        swapped.append((test, current))
+        test._hypothesis_internal_use_settings = settings(
+            current, max_examples=EXPLORE_EXAMPLES, derandomize=False, database=database, phases=tuple(Phase)
+        )
+    previous = state.restore_hypothesis
+
+    def restore() -> None:
+        for test, original in swapped:
+            test._hypothesis_internal_use_settings = original
+        if previous is not None:
+            previous()
+
+    state.restore_hypothesis = restore
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:

@@ -1,6 +1,10 @@
 """Run the suite against every mutant and variant and build the matrix (``akc selftest``).
 
-A mutant is *killed* when its run exits 1 and the requirement it breaks has the verdict ``fail``.
+A mutant is *killed* when a requirement it violates has the verdict ``fail`` — in every one of its
+runs: mutants of concurrency and cancellation rules are certified several times
+(:data:`~conformance.selftest.registry.STABILITY_RUNS`), since a check that catches its mutant only
+sometimes is not a check. A do-nothing mutant (``passes_nothing``) is killed only when not one
+requirement of the full suite passes.
 A variant *passes* when its run of the full suite exits 0 (for a variant that changes one face
 only, the full suite of that face's profile). What a mutant runs is its *scope*, always in the
 profile it changes: ``target`` (the default, fast enough for CI) runs the requirement it breaks and
@@ -51,6 +55,7 @@ class Job:
     spec: str
     profile: str | None
     reqs: list[str] | None  # None: the full suite
+    runs: int = 1
 
 
 @dataclass
@@ -61,6 +66,9 @@ class JobResult:
     verdicts: dict[str, str] = field(default_factory=dict)
     duration_s: float = 0.0
     error: str | None = None
+    #: The verdicts of the further runs of a mutant certified several times (the first run's are
+    #: ``verdicts``).
+    reruns: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -76,9 +84,28 @@ class Row:
             return self.killed
         return self.result.exit_code == 0 and self.result.error is None
 
+    def _kills(self, verdicts: dict[str, str]) -> bool:
+        if self.entry.passes_nothing:
+            return bool(verdicts) and "pass" not in verdicts.values()
+        return any(verdicts.get(rid) == "fail" for rid in self.entry.killed_by)
+
     @property
     def killed(self) -> bool:
-        return self.result.exit_code == 1 and self.result.verdicts.get(self.entry.breaks or "") == "fail"
+        """Killed by a requirement it violates, in every run (never by an unrelated failure)."""
+        if self.result.error is not None:
+            return False
+        return all(self._kills(v) for v in [self.result.verdicts, *self.result.reruns])
+
+    @property
+    def unstable(self) -> bool:
+        """Killed in some runs and not in others: the check races the kernel."""
+        runs = [self._kills(v) for v in [self.result.verdicts, *self.result.reruns]]
+        return any(runs) and not all(runs)
+
+    @property
+    def passed(self) -> list[str]:
+        """For a do-nothing mutant: the requirements it wrongly passed."""
+        return sorted(r for r, v in self.result.verdicts.items() if v == "pass")
 
     @property
     def failed(self) -> list[str]:
@@ -86,8 +113,8 @@ class Row:
 
     @property
     def others(self) -> list[str]:
-        """Failing requirements besides the one the mutant breaks."""
-        return [r for r in self.failed if r != self.entry.breaks]
+        """Failing requirements besides the ones the mutant violates."""
+        return [r for r in self.failed if r not in self.entry.killed_by]
 
     @property
     def unexpected(self) -> list[str]:
@@ -154,6 +181,8 @@ class Matrix:
             "mutants": [
                 {
                     "name": r.entry.name, "spec": r.entry.spec, "profile": r.entry.profile, "breaks": r.entry.breaks,
+                    "violates": list(r.entry.killed_by), "runs": r.job.runs, "unstable": r.unstable,
+                    "wrongly_passed": r.passed if r.entry.passes_nothing else [],
                     "description": r.entry.description, "killed": r.killed, "verdict": r.result.verdicts.get(r.entry.breaks or ""),
                     "exit_code": r.result.exit_code, "also_failed": r.others, "unexpected": r.unexpected,
                     "requirements_run": r.job.reqs, "duration_s": round(r.result.duration_s, 2), "error": r.result.error,
@@ -179,7 +208,7 @@ def gating_rows(profile: str) -> list[str]:
 
 
 def uncovered(mutants: list[Entry]) -> list[str]:
-    covered = {(m.breaks, p) for m in mutants for p in ([m.profile] if m.profile else ["kernel", "commonagent"])}
+    covered = {(rid, p) for m in mutants for rid in m.killed_by for p in ([m.profile] if m.profile else ["kernel", "commonagent"])}
     missing = []
     for profile in ("kernel", "commonagent"):
         missing += [f"{rid} ({profile})" for rid in gating_rows(profile) if (rid, profile) not in covered]
@@ -210,14 +239,14 @@ SCOPES = ("target", "area", "full")
 
 
 def job_for(entry: Entry, scope: str = "target") -> Job:
-    if entry.kind == "variant" or scope == "full":
-        return Job(entry.name, entry.kind, entry.spec, entry.profile, None)
+    if entry.kind == "variant" or scope == "full" or entry.passes_nothing:
+        return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs)
     profile = entry.profile or "kernel"
-    reqs = [entry.breaks or "", *entry.also_expected]
+    reqs = [*entry.killed_by, *entry.also_expected]
     if scope == "area":
         reqs += [r for r in gating_rows(profile) if r.split("-", 1)[0] == entry.area] + sorted(smoke_reqs(profile))
     known = set(load_catalog().ids())
-    return Job(entry.name, entry.kind, entry.spec, entry.profile, [r for r in dict.fromkeys(reqs) if r in known])
+    return Job(entry.name, entry.kind, entry.spec, entry.profile, [r for r in dict.fromkeys(reqs) if r in known], entry.runs)
 
 
 # --------------------------------------------------------------------------- running
@@ -230,12 +259,16 @@ def run_job(job: Job) -> JobResult:
 
     entries()
     started = time.perf_counter()
+    reports = []
     try:
         cap = MUTANT_TIMEOUT_CAP_S if job.kind == "mutant" else None
-        report = certify(REGISTRY[job.name].make, profile=job.profile, reqs=job.reqs, timeout_cap_s=cap, pytest_args=FAST_ARGS)
+        for _ in range(max(1, job.runs)):
+            reports.append(certify(REGISTRY[job.name].make, profile=job.profile, reqs=job.reqs, timeout_cap_s=cap, pytest_args=FAST_ARGS))
     except Exception as exc:  # a harness error: neither killed nor passing, say why
         return JobResult(job.name, job.kind, 3, {}, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500])
-    return JobResult(job.name, job.kind, report.exit_code, report.verdicts(), time.perf_counter() - started)
+    first = reports[0]
+    return JobResult(job.name, job.kind, first.exit_code, first.verdicts(), time.perf_counter() - started,
+                     reruns=[r.verdicts() for r in reports[1:]])
 
 
 def _worker(jobs_path: str, out_path: str) -> None:
@@ -259,7 +292,7 @@ def _worker(jobs_path: str, out_path: str) -> None:
 
 
 def _cost(job: Job) -> float:
-    return 20.0 if job.reqs is None else 1.0 + len(job.reqs)
+    return (20.0 if job.reqs is None else 1.0 + len(job.reqs)) * max(1, job.runs)
 
 
 def _spawn(jobs: list[Job], workers: int, tmp: Path, env: dict[str, str]) -> tuple[dict[str, JobResult], str]:
@@ -328,8 +361,12 @@ def run_selftest(*, scope: str = "target", workers: int | None = None, names: li
 def render(matrix: Matrix, *, verbose: bool = False) -> str:
     lines = ["MUTANTS (breaks -> killed?; other requirements failed)"]
     for r in matrix.mutants:
-        mark = "killed  " if r.killed else "SURVIVED"
+        mark = "killed  " if r.killed else "UNSTABLE" if r.unstable else "SURVIVED"
         verdict = r.result.verdicts.get(r.entry.breaks or "", "not run")
+        if r.entry.passes_nothing:
+            passed = f"  wrongly passed: {', '.join(r.passed)}" if r.passed else ""
+            lines.append(f"  {mark} {'(nothing)':<11} {'both':<11} {r.entry.name} (passes nothing?){passed}")
+            continue
         extra = f"  also: {', '.join(r.others)}" if r.others else ""
         err = f"  [{r.result.error}]" if r.result.error else ""
         lines.append(f"  {mark} {r.entry.breaks:<11} {r.entry.profile or '':<11} {r.entry.name} ({verdict}, exit {r.result.exit_code}){extra}{err}")

@@ -103,6 +103,7 @@ def test_conflicts_point_at_other_profile_and_are_symmetric(cat: Catalog) -> Non
         ("TOOL-001", "CONC-002"),  # all parallel vs same key sequential
         ("TOOL-001", "CONC-004"),  # all parallel vs provider-wide lock
         ("TOOL-002", "CONC-001"),  # all sequential with an interactive call vs by key
+        ("CHILD-001", "COST-006"),  # a child runs its parent's profile vs a child profile's own max_cost_usd
     ],
 )
 def test_known_conflicts_are_recorded(cat: Catalog, left: str, right: str) -> None:

@@ -21,6 +21,20 @@ Feature: Done detection (003)
     And the run ends with subtype "success"
 
   @DONE-001
+  Scenario: A response without tool_use blocks and with empty text ends the session successfully
+    Given a tool "fetch" of kind "data_source"
+    And the model calls in one response:
+      | id | name  | args       |
+      | d1 | fetch | {"q": "1"} |
+      | d2 | fetch | {"q": "1"} |
+    And the model answers ""
+    And the model answers "a third answer nobody should ask for"
+    When the kernel runs
+    Then the kernel did not raise
+    And no model request follows the first response without tool calls
+    And the run ends with subtype "success"
+
+  @DONE-001
   Scenario: A response without tool_use blocks ends the session even when a terminal tool is registered
     Given a tool "finish" of kind "resource" that terminates the turn
     And a tool "fetch" of kind "data_source"

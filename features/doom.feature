@@ -26,6 +26,7 @@ Feature: Doom-loop detection
     And the model answers "final answer"
     When the kernel runs
     Then <t> tool calls ran
+    And <t> identical calls ran in a row
     And the run ends with a subtype other than "success"
 
     Examples:
@@ -41,6 +42,7 @@ Feature: Doom-loop detection
     And the model answers "done"
     When the kernel runs
     Then <n> tool calls ran
+    And <n> identical calls ran in a row
     And the run ends with subtype "success"
 
     Examples:
@@ -54,7 +56,8 @@ Feature: Doom-loop detection
     And the model calls "lookup" with {"q": "same"} 2 times
     And the model answers "done"
     When the kernel runs
-    Then the run ends with subtype "success"
+    Then 2 identical calls ran in a row
+    And the run ends with subtype "success"
 
   @DOOM-003
   Scenario: With the default threshold, the detector has fired by the fifth identical call
@@ -151,7 +154,8 @@ Feature: Doom-loop detection
     And the model calls "lookup" with {"q": "same"} 6 times
     And the model answers "nobody should ask for this"
     When the kernel runs
-    Then the session took the limit-reached path after its last turn that ran tools
+    Then 3 identical calls ran in a row
+    And the session took the limit-reached path after its last turn that ran tools
     And the run ends with the adapter's doom-loop subtype
 
   @DOOM-010
@@ -161,7 +165,8 @@ Feature: Doom-loop detection
     And the model calls "lookup" with {"q": "same"} 3 times
     And the model answers "final answer"
     When the kernel runs
-    Then the kernel did not raise
+    Then 3 identical calls ran in a row
+    And the kernel did not raise
     And the run reports an outcome
 
   @LOOP-017

@@ -9,9 +9,11 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
   through the plan-ready veto chain; 12 the approved items are applied; 13 post-tool-call for
   every (call, result); 14 post-apply (the plan); 15 history ++ message ++ tool_results;
   16-17 doom-loop and bounds checks; 18 loop to step 1 unless something fired.
-  session-start fires once before the first RunTurn of a session run, session-end once after
-  the loop exits, whichever way. Steps 1-2 and 5-7 are hook chains: hooks run in registration
-  order and each receives what the one before it returned.
+  session-start fires once before the first RunTurn (whether again for a later session run of the
+  same session is open: akc readings session-start-frequency), session-end once after the loop
+  exits, whichever way. Steps 1-2 and 5-7 are hook chains: hooks run in registration
+  order and each receives what the one before it returned; at the other points several hooks all
+  run, in an order the seeds leave to a document we do not have (reading hook-order-outside-chains).
   The order in which post-tool-call is dispatched across calls is not fixed (step 13 takes the
   union of the three result sets); these scenarios never depend on it.
 
@@ -25,6 +27,31 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "done"
     When the kernel runs
     Then every model turn starts with "context-assemble" carrying the history and the budget
+
+  @LOOP-001 @LOOP-012
+  Scenario: A long session with several, repeated and mixed calls per turn carries the whole history every turn
+    Given the tools:
+      | name  | kind        | concurrency |
+      | fetch | data_source | safe        |
+      | write | resource    |             |
+      | ask   | interactive |             |
+    And the model calls, one response per turn:
+      | turn | id | name  | args         |
+      | 1    | a1 | fetch | {"q": "1"}   |
+      | 1    | a2 | fetch | {"q": "1"}   |
+      | 2    | b1 | write | {"p": "2"}   |
+      | 2    | b2 | fetch | {"q": "2"}   |
+      | 3    | c1 | ask   | {"n": 3}     |
+      | 3    | c2 | write | {"p": "3"}   |
+      | 3    | c3 | fetch | {"q": "3"}   |
+      | 4    | d1 | fetch | {"q": "4"}   |
+      | 5    | e1 | write | {"p": "5"}   |
+      | 5    | e2 | write | {"p": "5"}   |
+      | 6    | f1 | fetch | {"q": "6"}   |
+    And the model answers "done after six turns"
+    When the kernel runs
+    Then every model turn starts with "context-assemble" carrying the history and the budget
+    And every model turn's history is the last one's plus its assistant message and one tool_result per call
 
   @LOOP-002
   Scenario: pre-model-call gets the context-assemble chain's replaced output, the tool specs and the params
@@ -168,6 +195,23 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "done"
     When the kernel runs
     Then "pre-tool-call" of model turn 1 is dispatched for "r1, i1, d1, r2, d2" in this order, before any tool of the turn starts
+
+  @LOOP-007
+  Scenario: pre-tool-call runs for every block, identical blocks included
+    Given the tools:
+      | name  | kind        | concurrency |
+      | write | resource    |             |
+      | fetch | data_source | safe        |
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | d1 | fetch | {"q": "1"} |
+      | r2 | write | {"p": "1"} |
+      | d2 | fetch | {"q": "1"} |
+      | d3 | fetch | {"q": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "pre-tool-call" of model turn 1 is dispatched for "r1, d1, r2, d2, d3" in this order, before any tool of the turn starts
 
   @LOOP-007
   Scenario: pre-tool-call for a single data-source call comes before it runs
@@ -411,7 +455,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     Then hook "second" at "post-model-response" received the replacement of hook "first"
 
   @LOOP-014
-  Scenario: Hooks at the tool points and the session points also run in registration order
+  Scenario: Hooks at the tool points and the session points all run at every dispatch (order open outside the plain chains)
     Given a tool "write" of kind "resource"
     And a hook "zeta" at "session-start"
     And a hook "alpha" at "session-start"
@@ -423,6 +467,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And a hook "alpha4" at "post-tool-call"
     And a hook "zeta5" at "session-end"
     And a hook "alpha5" at "session-end"
+    And a hook "omega2" at "pre-tool-call"
     And the model calls in one response:
       | id | name  | args       |
       | r1 | write | {"p": "1"} |
@@ -430,7 +475,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "done"
     When the kernel runs
     Then the hooks at "session-start" run in the order "zeta, alpha" at every dispatch
-    And the hooks at "pre-tool-call" run in the order "zeta2, alpha2" at every dispatch
+    And the hooks at "pre-tool-call" run in the order "zeta2, alpha2, omega2" at every dispatch
     And the hooks at "plan-ready" run in the order "zeta3, alpha3" at every dispatch
     And the hooks at "post-tool-call" run in the order "zeta4, alpha4" at every dispatch
     And the hooks at "session-end" run in the order "zeta5, alpha5" at every dispatch
@@ -445,6 +490,19 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model answers "first answer"
     And the model answers "second answer"
+    When the kernel runs
+    Then "session-start" opens each session run, before its first "context-assemble"
+
+  @LOOP-015
+  Scenario: session-start opens the first of three session runs, and the later ones all alike
+    Given a tool "fetch" of kind "data_source"
+    And the user message "first question"
+    And the user message "second question" in session "s1"
+    And the user message "third question" in session "s1"
+    And the model answers "first answer"
+    And the model calls "fetch" with {"q": "2"} as "d2"
+    And the model answers "second answer"
+    And the model answers "third answer"
     When the kernel runs
     Then "session-start" opens each session run, before its first "context-assemble"
 

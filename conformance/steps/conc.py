@@ -177,10 +177,72 @@ def conc_then_never_overlap(akc: ScenarioContext, ids: str) -> None:
     group = re.findall(_QUOTED, ids)
     if len(group) < 2:
         raise HarnessError(f"overlap step: name at least two quoted call ids, got {ids!r}")
-    expect_no_overlap(akc, group)
+    expect_no_overlap(akc, group)  # fails naming a call that did not run or did not end
+    helpers = [g for g in soft_groups(akc) if set(g) & set(group)]
+    met = [g for g in helpers if not any(sorted(e["group"]) == sorted(g) for e in akc.events("rendezvous_timeout"))]
+    akc.evidence.saw(f"calls {', '.join(group)} all ran and ended, one at a time ({len(met)} of {len(helpers)} helper rendezvous met)")
+
+
+@then(parsers.re(r"calls (?P<ids>.+) ran at the same time$"))
+def conc_then_overlapped(akc: ScenarioContext, ids: str) -> None:
+    """Every pair of these calls was in flight at once (the rendezvous made them wait for each
+    other; this states the evidence that they all ran)."""
+    group = re.findall(_QUOTED, ids)
+    if len(group) < 2:
+        raise HarnessError(f"overlap step: name at least two quoted call ids, got {ids!r}")
+    pairs = overlaps(akc, group)
+    want = len(group) * (len(group) - 1) // 2
+    if len(pairs) != want:
+        raise ConformanceFailure(f"calls {', '.join(group)}", "all in flight at once", f"overlapping pairs: {show(pairs)}")
+    akc.evidence.saw(f"calls {', '.join(group)} were in flight at the same time")
+
+
+_KIND_RANK = {"data_source": 0, "interactive": 1, "resource": 2}
+
+
+@then(parsers.re(r'the latest tool results in model request (?P<k>\d+) are in an order the profile allows for "(?P<ids>[^"]*)"$'))
+def conc_then_result_order(akc: ScenarioContext, k: str, ids: str) -> None:
+    """TOOL-003 with reading kernel-result-order: the results of the previous turn are in the
+    order of the calls in the message ("ids"), or (kernel profile) grouped data-source,
+    interactive, resource with each group in call order. Never the order the calls finished in."""
+    from conformance.steps.loop import tool_kind, turn_message
+
+    asked = split_ids(ids)
+    observed = akc.latest_tool_result_ids(int(k))
+    akc.evidence.require(f"tool results in model request {k}", observed)
+    legal = {"request-order": asked}
+    if akc.profile == "kernel":
+        kinds = {c.get("id"): tool_kind(akc, c.get("name")) for c in turn_message(akc, int(k) - 1).get("tool_calls") or []}
+        legal["grouped-by-kind"] = sorted(asked, key=lambda cid: _KIND_RANK.get(kinds.get(cid) or "", 3))
+        legal = {a: order for a, order in legal.items() if a in akc.accepts("kernel-result-order")}
+    if observed not in legal.values():
+        raise ConformanceFailure(
+            f"tool results in model request {k}", " or ".join(f"{show(o)} ({a})" for a, o in legal.items()), observed
+        )
+    akc.evidence.saw(f"tool results in model request {k}: {show(observed)}")
 
 
 @then(parsers.re(r'the plan of model turn (?P<k>\d+) lists exactly the calls "(?P<ids>[^"]*)"$'))
 def conc_then_plan_items(akc: ScenarioContext, k: str, ids: str) -> None:
     """The plan-ready payload of model turn k holds one item per listed call id, in this order."""
-    expect_order(f"plan items handed to plan-ready in model turn {k}", split_ids(ids), plan_call_ids(akc, int(k)))
+    items = plan_call_ids(akc, int(k))
+    expect_order(f"plan items handed to plan-ready in model turn {k}", split_ids(ids), items)
+    akc.evidence.saw(f"the plan of model turn {k} listed {show(items)}")
+
+
+@then(parsers.re(r'the kernel rejected the scenario naming "(?P<field>[^"]+)", or ran calls "(?P<a>[^"]+)" and "(?P<b>[^"]+)" one at a time$'))
+def conc_then_refused_or_sequential(akc: ScenarioContext, field: str, a: str, b: str) -> None:
+    """CONC-008, reading interactive-concurrency-spec: the MUST NOT binds the declarer; a kernel
+    upholds it by refusing the declaration (naming it) or by ignoring it (the interactive calls
+    still run one at a time although their spec gives them distinct keys)."""
+    rejected = akc.result.rejected
+    allowed = akc.accepts("interactive-concurrency-spec")
+    if rejected is not None and "refuse" in allowed:
+        if field not in rejected.field:
+            raise ConformanceFailure("the rejected field", field, rejected.field)
+        akc.evidence.saw(f"the kernel refused the declaration, naming {rejected.field!r}")
+        return
+    if "ignore" not in allowed:
+        raise ConformanceFailure("the configuration", f"rejected, naming {field}", "accepted")
+    expect_no_overlap(akc, [a, b])  # fails naming a call that did not run
+    akc.evidence.saw(f"the declaration was ignored: interactive calls {a} and {b} ran one at a time")

@@ -21,17 +21,19 @@ def then_ptc_before_end(akc: ScenarioContext, cid: str) -> None:
     ends = akc.hook_dispatches("session-end")
     if ends and ptc[0]["seq"] > ends[-1]["seq"]:
         raise ConformanceFailure(f"post-tool-call of call {cid}", "before the loop ends (before session-end)", "after session-end")
+    akc.evidence.saw(f"post-tool-call of the terminal call {cid} was dispatched before the loop ended")
 
 
 @then(parsers.re(r"no model request follows the first response without tool calls$"))
 def then_no_request_after_answer(akc: ScenarioContext) -> None:
     """Implicit done: after the first model response with no tool_use block, the model is not
     asked again (in this session run)."""
+    akc.require_kernel_ran()
     answers = [e["index"] for e in akc.events("model_response") if not any(c.get("type") == "tool_use" for c in e["chunks"])]
-    if not answers:
-        raise ConformanceFailure("model responses", "one without tool calls", "none was reached")
+    akc.evidence.require("a model response without tool calls (the answer)", answers)
     later = [e["index"] + 1 for e in akc.events("model_request") if e["index"] > answers[0]]
     if later:
         raise ConformanceFailure(
             f"model requests after the answer of model call {answers[0] + 1}", "none (the answer ends the loop)", f"model calls {show(later)}"
         )
+    akc.evidence.saw(f"no model request after the answer of model call {answers[0] + 1}")

@@ -6,10 +6,12 @@ The seeds name no status subtype for a fired detector; each adapter declares its
 
 from __future__ import annotations
 
-from pytest_bdd import then
+from pytest_bdd import parsers, then
 
-from conformance.errors import Unsupported, expect_equal
+from conformance.errors import ConformanceFailure, Unsupported, expect_equal
+from conformance.harness.doubles import canonical_json
 from conformance.steps.common import ScenarioContext
+from conformance.steps.loop import tool_kind
 
 
 def doom_subtype(akc: ScenarioContext) -> str:
@@ -24,3 +26,29 @@ def doom_subtype(akc: ScenarioContext) -> str:
 def doom_then_subtype(akc: ScenarioContext) -> None:
     """The last user message's subtype is AdapterInfo.doom_loop_subtype."""
     expect_equal("subtype of the run (the adapter's doom_loop_subtype)", doom_subtype(akc), akc.outcome().subtype)
+    akc.evidence.saw(f"the run ended with the declared doom-loop subtype {doom_subtype(akc)!r}")
+
+
+def identical_run(akc: ScenarioContext) -> int:
+    """The longest run of consecutive identical (tool name, canonical arguments) resource or
+    data-source calls that ran, interactive calls skipped (003 compares only those kinds)."""
+    best, run, last = 0, 0, None
+    for e in akc.tool_starts():
+        if tool_kind(akc, e["name"]) == "interactive":
+            continue
+        key = (e["name"], canonical_json(e["args"]))
+        run = run + 1 if key == last else 1
+        last = key
+        best = max(best, run)
+    return best
+
+
+@then(parsers.re(r"(?P<n>\d+) identical calls ran in a row$"))
+def doom_then_identical_calls(akc: ScenarioContext, n: str) -> None:
+    """The detector's situation happened: the longest run of consecutive identical calls that
+    ran is exactly n (evidence for every doom-loop verdict; a kernel that ran no call fails)."""
+    akc.evidence.require("tool calls that ran", akc.tool_starts())
+    longest = identical_run(akc)
+    if longest != int(n):
+        raise ConformanceFailure("consecutive identical calls that ran", int(n), longest)
+    akc.evidence.saw(f"the detector's situation happened: {n} identical calls ran in a row")

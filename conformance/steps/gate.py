@@ -4,13 +4,15 @@ the tool_results the model gets back."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pytest_bdd import parsers, then
 
 from conformance.errors import ConformanceFailure, expect_equal, show
+from conformance.harness.doubles import canonical_json
 from conformance.steps.common import ScenarioContext, split_ids
-from conformance.steps.loop import denied_calls, dispatches, first_seq, last_seq, quoted, starts_in_turn, tool_kind, turn_count
+from conformance.steps.loop import denied_calls, dispatches, first_seq, last_seq, quoted, starts_in_turn, streamed_message, tool_kind, turn_count
 
 
 @then(parsers.re(r'the policy precheck is consulted for calls? "(?P<ids>[^"]+)", each before it starts$'))
@@ -25,6 +27,7 @@ def then_precheck_before(akc: ScenarioContext, ids: str) -> None:
         start = starts.get(cid)
         if start is not None and first_seq(asked) > start["seq"]:
             raise ConformanceFailure(f"policy precheck of call {cid}", "before the call started", "after it started")
+        akc.evidence.saw(f"the precheck was asked about call {cid}" + (" before it started" if start else ""))
 
 
 def _tool_result(akc: ScenarioContext, k: int, cid: str) -> dict[str, Any]:
@@ -44,6 +47,40 @@ def then_error_result_mentions(akc: ScenarioContext, cid: str, k: str, words: st
     missing = [w for w in quoted(words) if w.lower() not in text]
     if missing:
         raise ConformanceFailure(f"tool_result text of call {cid} in model request {k}", f"mentions {show(missing)}", result.get("content"))
+    akc.evidence.saw(f"the result of call {cid} in model request {k} is an error mentioning {words}")
+
+
+def tool_output(akc: ScenarioContext, cid: str) -> str | None:
+    """What the harness's tool would have returned for this call, had it run."""
+    call = next((c for e in akc.events("model_response") for c in e["chunks"] if c.get("type") == "tool_use" and c.get("id") == cid), None)
+    if call is None:
+        return None
+    script = akc.scenario.calls.get(cid)
+    if script is not None and script.result is not None:
+        return script.result
+    tool = next((t for t in akc.scenario.tools if t.name == call.get("name")), None)
+    template = tool.result if tool is not None else "{name} ok"
+    try:
+        args = json.loads(call.get("input_json") or "{}")
+    except ValueError:
+        args = None
+    return template.replace("{name}", str(call.get("name"))).replace("{args}", canonical_json(args)).replace("{call_id}", cid)
+
+
+def expect_refused_result(akc: ScenarioContext, cid: str, k: int, reading: str, strict: str, words: list[str]) -> None:
+    """A refused call (vetoed, or denied by the precheck) did not run, and the result the model got
+    for it in request k, if any, is not the tool's own output. Only when the adapter declared the
+    reading's ``strict`` alternative is it held to an error result mentioning ``words``."""
+    if akc.tool_ran(cid):
+        raise ConformanceFailure(f"call {cid} (refused)", "it did not run", "it ran")
+    results = [m for m in akc.request_messages(akc.model_request(k)) if m.get("role") == "tool_result" and m.get("call_id") == cid]
+    own = tool_output(akc, cid)
+    for m in results:
+        if own is not None and str(m.get("content")) == own:
+            raise ConformanceFailure(f"the result of refused call {cid} in model request {k}", "anything but the tool's own output", m.get("content"))
+    if akc.accepts(reading) == {strict}:
+        then_error_result_mentions(akc, cid, str(k), ", ".join(f'"{w}"' for w in words))
+    akc.evidence.saw(f"call {cid} was refused and did not run; model request {k} holds {len(results)} result(s) for it, none its tool's output")
 
 
 @then(parsers.re(r'the plan of model turn (?P<k>\d+) holds (?:exactly the calls "(?P<ids>[^"]+)"|(?P<none>no item))$'))
@@ -53,8 +90,10 @@ def then_plan_items(akc: ScenarioContext, k: str, ids: str | None, none: str | N
     turn = int(k)
     pr = dispatches(akc, turn, "plan-ready")
     expected = [] if none else split_ids(ids or "")
-    if not pr and not expected:
-        return  # no plan was handed over, so none held anything else (LOOP-009 wants the dispatch)
+    _, calls_k = streamed_message(akc, turn - 1)
+    akc.evidence.require(f"tool calls in the message of model turn {turn}", calls_k)
+    # No plan handed over: not exercised (LOOP-009 wants the dispatch).
+    akc.evidence.require(f"plan-ready dispatched in model turn {turn}", pr, mandatory=False)
     if len(pr) != 1:
         raise ConformanceFailure(f"plan-ready dispatches in model turn {turn}", 1, len(pr))
     items = (pr[0]["payload"] or {}).get("items") if isinstance(pr[0]["payload"], dict) else None
@@ -68,6 +107,7 @@ def then_plan_items(akc: ScenarioContext, k: str, ids: str | None, none: str | N
         want = calls.get(cid, names.get(cid))
         if item.get("name") != want:
             raise ConformanceFailure(f"tool name of plan item {cid}", want, item.get("name"))
+    akc.evidence.saw(f"the plan of model turn {turn} held {len(items)} items: {show(sorted(expected))}")
 
 
 @then(parsers.re(r"the plan-ready chain of model turn (?P<k>\d+) has run over every resource call before it starts$"))
@@ -91,21 +131,36 @@ def then_chain_before_resources(akc: ScenarioContext, k: str) -> None:
     unplanned = [e["call_id"] for e in resource_starts if e["call_id"] not in planned]
     if unplanned:
         raise ConformanceFailure(f"resource calls of model turn {turn}", "each in the plan the chain ran over", f"{show(unplanned)} ran without being in it")
+    if resource_starts:
+        akc.evidence.saw(f"{len(resource_starts)} resource calls of model turn {turn} started after the whole plan-ready chain ({len(chain)} hook runs)")
 
 
 @then(parsers.re(r"the plan-ready chain ran before the resource calls of every model turn$"))
 def then_chain_before_resources_all(akc: ScenarioContext) -> None:
-    """The check above, for every model turn of the run."""
+    """The check above, for every model turn of the run; resource calls must have run (else the
+    check is not exercised)."""
+    akc.require_kernel_ran()
     for k in range(1, turn_count(akc) + 1):
         then_chain_before_resources(akc, str(k))
+    akc.evidence.require("resource calls that ran", [e for e in akc.tool_starts() if tool_kind(akc, e["name"]) == "resource"], mandatory=False)
 
 
-@then(parsers.re(r'call "(?P<cid>[^"]+)", denied by the precheck, did not run and its result in model request (?P<k>\d+) is an error mentioning (?P<words>.+)$'))
-def then_denied_call(akc: ScenarioContext, cid: str, k: str, words: str) -> None:
-    """GATE-003: if the precheck denied the call, it never started and the model got an error
-    result naming the reason. (A kernel that never asked the precheck fails GATE-001/002.)"""
-    if cid not in denied_calls(akc):
-        return
-    if akc.tool_ran(cid):
-        raise ConformanceFailure(f"call {cid} (denied by the precheck)", "it did not run", "it ran")
-    then_error_result_mentions(akc, cid, k, words)
+@then(parsers.re(r'call "(?P<cid>[^"]+)", denied by the precheck(?: because "(?P<reason>[^"]*)")?, did not run and model request (?P<k>\d+) holds no output of its tool$'))
+def then_denied_call(akc: ScenarioContext, cid: str, reason: str | None, k: str) -> None:
+    """GATE-003, reading precheck-denial-result: the precheck was asked and denied the call; it
+    never started, and its result (if any) is not the tool's output. An error naming the reason
+    is required only of an adapter that declared that alternative."""
+    akc.require_kernel_ran()
+    # A kernel that never asked the precheck about the call fails GATE-001/002, not this.
+    akc.evidence.require(f"the precheck denied call {cid}", cid in denied_calls(akc), mandatory=False)
+    expect_refused_result(akc, cid, int(k), "precheck-denial-result", "error-naming-reason", [reason] if reason else [])
+
+
+@then(parsers.re(r'call "(?P<cid>[^"]+)", vetoed(?: because "(?P<reason>[^"]*)")?, did not run and model request (?P<k>\d+) holds no output of its tool$'))
+def then_vetoed_call(akc: ScenarioContext, cid: str, reason: str | None, k: str) -> None:
+    """GATE-006, reading veto-result: the plan-ready chain vetoed the call; it never started, and
+    its result (if any) is not the tool's output. An error mentioning "veto" and the reason is
+    required only of an adapter that declared that alternative."""
+    akc.evidence.require("plan-ready dispatches", akc.hook_dispatches("plan-ready"))
+    akc.require_call_served(cid)
+    expect_refused_result(akc, cid, int(k), "veto-result", "error-naming-veto", ["veto"] + ([reason] if reason else []))

@@ -108,6 +108,11 @@ def check_sequence(name: str, threshold: int, labels: list[str], raws: list[str]
         raise ConformanceFailure(f"the doom-loop detector {where}", f"fired at turn {k} (a subtype other than success)", repr(subtype))
     if k is None and subtype != "success":
         raise ConformanceFailure(f"the doom-loop detector {where}", "never fired (subtype success)", repr(subtype))
+    # Evidence: the calls the verdict rests on ran (N identical ones when the detector had to fire).
+    if k is not None:
+        ctx.evidence.saw(f"the detector's situation happened: {threshold} identical calls ran in a row, then it fired")
+    elif ran_until:
+        ctx.evidence.saw(f"{ran_until} calls ran without {threshold} identical non-interactive ones in a row, and it never fired")
 
 
 @requirement("DOOM-006", "DOOM-007", profile="kernel")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
@@ -18,16 +18,18 @@ from conformance.steps import gate, loop
 
 KIND_TOOL = {"data_source": "fetch", "interactive": "ask", "resource": "write"}
 
-#: A turn's calls: (kind, denied by the precheck?) in declaration order. Only data-source and
-#: interactive calls go through the precheck, so a denial is drawn for those only.
+#: A turn's calls: (kind, denied by the precheck?, repeats the first call's arguments?) in
+#: declaration order. Only data-source and interactive calls go through the precheck, so a denial
+#: is drawn for those only. Repeated arguments make identical blocks of one message (same tool,
+#: same arguments), which a kernel must still handle one by one.
 calls_strategy = st.lists(
-    st.tuples(st.sampled_from(sorted(KIND_TOOL)), st.booleans()),
+    st.tuples(st.sampled_from(sorted(KIND_TOOL)), st.booleans(), st.booleans()),
     min_size=1,
-    max_size=5,
+    max_size=8,
 )
 
 
-def _run(name: str, calls: list[tuple[str, bool]]) -> tuple[Any, list[str]]:
+def _run(name: str, calls: list[tuple[str, bool, bool]]) -> tuple[Any, list[str]]:
     """Run one response with these calls, then a plain answer; returns (context, call ids)."""
     ctx = context("kernel", name)
     ctx.add_tool(ToolDef(name="fetch", kind="data_source", concurrency=ConcurrencySpec(safe=True)))
@@ -36,11 +38,14 @@ def _run(name: str, calls: list[tuple[str, bool]]) -> tuple[Any, list[str]]:
     ids = [f"c{i}" for i in range(len(calls))]
     ctx.add_response(
         ModelResponse(
-            tool_calls=[ScriptedToolCall(id=cid, name=KIND_TOOL[kind], args={"n": i}) for i, (cid, (kind, _)) in enumerate(zip(ids, calls))]
+            tool_calls=[
+                ScriptedToolCall(id=cid, name=KIND_TOOL[kind], args={"n": 0 if same else i})
+                for i, (cid, (kind, _, same)) in enumerate(zip(ids, calls))
+            ]
         )
     )
     ctx.add_response(ModelResponse(text="done"))
-    deny = {cid: "refused" for cid, (kind, denied) in zip(ids, calls) if denied and kind != "resource"}
+    deny = {cid: "refused" for cid, (kind, denied, _) in zip(ids, calls) if denied and kind != "resource"}
     if deny:
         ctx.merge({"policy_deny": deny})
     ctx.run()
@@ -50,7 +55,7 @@ def _run(name: str, calls: list[tuple[str, bool]]) -> tuple[Any, list[str]]:
 @requirement("LOOP-007", profile="kernel")
 @PROPERTY_SETTINGS
 @given(calls=calls_strategy)
-def test_prop_pre_tool_call_in_declaration_order(calls: list[tuple[str, bool]]) -> None:
+def test_prop_pre_tool_call_in_declaration_order(calls: list[tuple[str, bool, bool]]) -> None:
     """pre-tool-call: one per block, declaration order, all before the first tool start."""
     ctx, ids = _run("pre-tool-call order", calls)
     loop.then_pre_tool_call_order(ctx, "1", ", ".join(ids))
@@ -59,7 +64,8 @@ def test_prop_pre_tool_call_in_declaration_order(calls: list[tuple[str, bool]]) 
 @requirement("LOOP-008", profile="kernel")
 @PROPERTY_SETTINGS
 @given(calls=calls_strategy)
-def test_prop_data_sources_before_interactive(calls: list[tuple[str, bool]]) -> None:
+@example(calls=[("interactive", False, False), ("data_source", False, False), ("interactive", False, True), ("data_source", True, True)])
+def test_prop_data_sources_before_interactive(calls: list[tuple[str, bool, bool]]) -> None:
     """Every data-source call that ran ended before any interactive call started."""
     ctx, _ = _run("data sources before interactive", calls)
     ran = {e["name"] for e in ctx.tool_starts()}
@@ -70,7 +76,7 @@ def test_prop_data_sources_before_interactive(calls: list[tuple[str, bool]]) -> 
 @requirement("LOOP-009", profile="kernel")
 @PROPERTY_SETTINGS
 @given(calls=calls_strategy)
-def test_prop_plan_ready_between(calls: list[tuple[str, bool]]) -> None:
+def test_prop_plan_ready_between(calls: list[tuple[str, bool, bool]]) -> None:
     """plan-ready once, after the data-source and interactive calls, before any resource call."""
     ctx, _ = _run("plan-ready placement", calls)
     loop.then_plan_ready_between(ctx, "1")
@@ -79,7 +85,7 @@ def test_prop_plan_ready_between(calls: list[tuple[str, bool]]) -> None:
 @requirement("LOOP-010", profile="kernel")
 @PROPERTY_SETTINGS
 @given(calls=calls_strategy)
-def test_prop_post_tool_call_after_every_tool(calls: list[tuple[str, bool]]) -> None:
+def test_prop_post_tool_call_after_every_tool(calls: list[tuple[str, bool, bool]]) -> None:
     """post-tool-call once per call (refused ones included), each after every tool ended."""
     ctx, _ = _run("post-tool-call placement", calls)
     loop.then_post_tool_call(ctx, "1")
@@ -88,10 +94,10 @@ def test_prop_post_tool_call_after_every_tool(calls: list[tuple[str, bool]]) -> 
 @requirement("GATE-004", profile="kernel")
 @PROPERTY_SETTINGS
 @given(calls=calls_strategy)
-def test_prop_plan_holds_the_resource_calls(calls: list[tuple[str, bool]]) -> None:
+def test_prop_plan_holds_the_resource_calls(calls: list[tuple[str, bool, bool]]) -> None:
     """The plan holds exactly the resource calls, whatever else the message asks for."""
     ctx, ids = _run("plan contents", calls)
-    resources = [cid for cid, (kind, _) in zip(ids, calls) if kind == "resource"]
+    resources = [cid for cid, (kind, _, _) in zip(ids, calls) if kind == "resource"]
     if resources:
         gate.then_plan_items(ctx, "1", ", ".join(resources), None)
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from conformance.selftest.mutants._util import DroppingSpans, ReorderedHooks
@@ -185,15 +186,15 @@ class HookChainReversed(Kernel):
 
 
 @mutant("LOOP-015")
-class SessionStartOnlyForNewSessions(Kernel):
-    """session-start dispatched only on the first run of a session."""
+class SessionStartOnSomeLaterRuns(Kernel):
+    """session-start dispatched on the first run of a session and on every other later run only:
+    neither once per run nor once per session (reading session-start-frequency)."""
 
     async def _session_start(self, run: Any) -> None:
-        seen = self.__dict__.setdefault("_started_sessions", set())
-        if run.turn.session_id in seen:
-            return
-        seen.add(run.turn.session_id)
-        await super()._session_start(run)
+        runs = self.__dict__.setdefault("_runs", {})
+        n = runs[run.turn.session_id] = runs.get(run.turn.session_id, -1) + 1
+        if n == 0 or n % 2 == 0:
+            await super()._session_start(run)
 
 
 @mutant("LOOP-016")
@@ -259,3 +260,52 @@ class NoVetoSpanForEmptyPlan(Kernel):
     """No veto-chain span when the plan is empty."""
 
     __init__ = _spans_mutant(lambda name, kind, attrs: kind == "veto_chain" and attrs.get("items") == 0)
+
+
+@mutant("SPAN-004")
+class VetoSpanForFinalToolCalls(Kernel):
+    """The limit-reached turn's answer carries tool calls: nothing runs and plan-ready is not
+    dispatched, yet a veto_chain span is reported for it. The old SPAN-004 check counted responses
+    with tool calls, not veto chain runs, so it let this through (and failed the reference kernel)."""
+
+    async def _append_done(self, run: Any, message: dict[str, Any], limit: str | None) -> None:
+        if limit is not None and message.get("tool_calls"):
+            self.spans.end(self.spans.start("plan-ready", "veto_chain", run.turn_span, {"items": 0}))
+        await super()._append_done(run, message, limit)
+
+
+# ---------------------------------------------------------------- the blind round's survivors
+
+
+@mutant("LOOP-012", also_expected=("LOOP-001",))
+class ContextHistoryWindow(Kernel):
+    """Blind round survivor k_context_history_window: context-assemble (and so the model) gets only
+    the last 8 messages of the history. Every scenario's history was 8 messages or fewer; the long
+    session of LOOP-001/LOOP-012 (six tool turns, several calls each) catches it."""
+
+    WINDOW = 8
+
+    async def _context_assemble(self, run: Any) -> Any:
+        full = run.history
+        if len(full) > self.WINDOW:
+            run.history = full[-self.WINDOW :]
+        try:
+            return await super()._context_assemble(run)
+        finally:
+            run.history = full
+
+
+@mutant("LOOP-007")
+class PreToolCallDedup(Kernel):
+    """Blind round survivor k_pre_tool_call_dedup: pre-tool-call once per distinct (name, args),
+    identical blocks of one message skipped. No scenario had two identical blocks in one message."""
+
+    async def _dispatch_pre_tool_calls(self, run: Any, tool_calls: list[dict[str, Any]]) -> None:
+        seen: set[tuple[Any, str]] = set()
+        unique = []
+        for call in tool_calls:
+            key = (call.get("name"), json.dumps(call.get("args"), sort_keys=True, default=str))
+            if key not in seen:
+                seen.add(key)
+                unique.append(call)
+        await super()._dispatch_pre_tool_calls(run, unique)

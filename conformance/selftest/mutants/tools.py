@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.boundary.adapter import Doubles, RunResult
-from conformance.boundary.scenario import Scenario
 from conformance.selftest.registry import mutant
-from reference_kernel.adapter import ReferenceAdapter
+from reference_kernel.concurrency import concurrency_key
 from reference_kernel.kernel import Kernel
 
 
@@ -87,17 +85,6 @@ class InteractiveInParallel(Kernel):
             await self._run_keyed(run, await self._policy_precheck(run, calls))
 
 
-class _DropInteractiveSpec(ReferenceAdapter):
-    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
-        tools = [t.model_copy(update={"concurrency": None}) if t.kind == "interactive" else t for t in scenario.tools]
-        return await super().run(scenario.model_copy(update={"tools": tools}), doubles)
-
-
-@mutant("CONC-008", profile="kernel")
-class InteractiveSpecIgnored(_DropInteractiveSpec):
-    """A ConcurrencySpec on an interactive tool is silently ignored instead of refused."""
-
-
 @mutant("CONC-010")
 class SafeResourceSkipsPlan(Kernel):
     """A resource call declared safe: true is run like a data source, outside the plan."""
@@ -136,18 +123,6 @@ class InteractiveNotPrechecked(Kernel):
         if calls and calls[0].entry.spec.kind == "interactive":
             return calls
         return await super()._policy_precheck(run, calls)
-
-
-@mutant("GATE-003")
-class DenialWithoutReason(Kernel):
-    """A denied call's result does not say why."""
-
-    async def _policy_precheck(self, run: Any, calls: list[Any]) -> list[Any]:
-        allowed = await super()._policy_precheck(run, calls)
-        for c in calls:
-            if c.is_error and c.content and c.content.startswith("Denied by policy"):
-                c.content = "Denied by policy"
-        return allowed
 
 
 @mutant("GATE-004")
@@ -199,15 +174,6 @@ class ResultsInFinishingOrder(Kernel):
         return sorted(calls, key=lambda c: done.index(id(c)) if id(c) in done else -1)
 
 
-@mutant("TOOL-003", profile="kernel")
-class ResultsGroupedByKind(Kernel):
-    """Tool results go back grouped by kind (data sources, interactive, resources)."""
-
-    def _order_results(self, calls: list[Any]) -> list[Any]:
-        rank = {"data_source": 0, "interactive": 1, "resource": 2}
-        return sorted(calls, key=lambda c: rank.get(c.entry.spec.kind, -1) if c.entry else -1)
-
-
 @mutant("DONE-001")
 class WaitsForTerminalTool(Kernel):
     """With a terminal tool registered, a plain answer is not final: the model is asked once more."""
@@ -248,3 +214,34 @@ class TerminalOnlyWhenAlone(Kernel):
 
     async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
         return await super()._post_tool_calls(run, calls) and len(calls) == 1
+
+
+# ---------------------------------------------------------------- the blind round's survivors
+
+
+@mutant("CONC-005", also_expected=("CONC-001",))
+class KeyFirstFieldOnly(Kernel):
+    """Blind round survivor k_key_first_field_only: the concurrency key uses the first key field
+    only, so calls differing only in a later key field run one after the other. No scenario had a
+    ConcurrencySpec with two key_fields."""
+
+    def _tool_key(self, c: Any) -> Any:
+        spec = c.entry.spec
+        if spec.concurrency is not None and spec.concurrency.safe and len(spec.concurrency.key_fields) > 1:
+            declared = spec.concurrency.model_copy(update={"key_fields": spec.concurrency.key_fields[:1]})
+            return concurrency_key(spec.provider, spec.name, spec.kind, declared, c.args, c.id)
+        return super()._tool_key(c)
+
+
+@mutant("DONE-001")
+class EmptyAnswerNotDone(Kernel):
+    """Blind round survivor k_empty_text_not_done: a response with no tool calls and empty text
+    does not end the loop (the kernel asks again). No scenario had an empty final answer."""
+
+    async def _post_model_response(self, run: Any, message: dict[str, Any]) -> dict[str, Any]:
+        message = await super()._post_model_response(run, message)
+        self.__dict__["_text"] = message.get("text")
+        return message
+
+    def _done_check(self, tool_calls: list[dict[str, Any]]) -> bool:  # type: ignore[override]
+        return not tool_calls and bool(self.__dict__.get("_text"))

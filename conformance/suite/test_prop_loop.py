@@ -68,6 +68,7 @@ def test_prop_pre_tool_call_in_declaration_order(calls: list[tuple[str, bool, bo
 def test_prop_data_sources_before_interactive(calls: list[tuple[str, bool, bool]]) -> None:
     """Every data-source call that ran ended before any interactive call started."""
     ctx, _ = _run("data sources before interactive", calls)
+    ctx.require_kernel_ran()  # the explicit example makes both kinds run; a kernel that ran nothing fails
     ran = {e["name"] for e in ctx.tool_starts()}
     if {"fetch", "ask"} <= ran:
         loop.then_ds_before_interactive(ctx, "1")

@@ -137,17 +137,6 @@ class KActsOnOriginalMessage(Kernel):
         return message
 
 
-@mutant(["LOOP-015"], "a second user message to an existing session")
-class KSessionStartOnlyNewSession(Kernel):
-    """Seed 003: "session-start fires once before the first RunTurn" (of every session run). The mutant
-    fires it only when the session has no earlier messages. Realistic: 000's on_session_start semantics
-    leaking into the kernel face."""
-
-    async def _session_start(self, run):
-        if len(run.history) <= 1:
-            await super()._session_start(run)
-
-
 @mutant(["LOOP-018"], "a cancelled session run")
 class KNoSessionEndOnCancel(Kernel):
     """Seed 003: "session-end fires once after the loop exits (normal completion, a fired bound, or

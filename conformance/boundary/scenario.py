@@ -292,6 +292,10 @@ class ClockDef(_Model):
 
     start: float = 1_000_000.0
     advance_per_model_call: float = 0.0
+    #: Advance this much at every event the doubles observe (a model request, the end of a model
+    #: stream, a tool start and end, a hook dispatch), and stamp the event with the time: spans the
+    #: kernel times with this clock can then be checked to enclose what they name.
+    advance_per_event: float = 0.0
 
 
 class Scenario(_Model):

@@ -85,15 +85,19 @@ def split_text(text: str, parts: int) -> list[str]:
 
 
 class ObservationLog:
-    """The ordered, append-only event log shared by all doubles of one scenario."""
+    """The ordered, append-only event log shared by all doubles of one scenario. With a ``tick``
+    (the harness clock's per-event step), each event advances the clock and carries its time ``t``."""
 
-    def __init__(self) -> None:
+    def __init__(self, tick: Callable[[], float] | None = None) -> None:
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._tick = tick
 
     def add(self, kind: str, **fields: Any) -> dict[str, Any]:
         with self._lock:
             event = {"seq": len(self.events), "kind": kind, **fields}
+            if self._tick is not None:
+                event["t"] = self._tick()
             self.events.append(event)
         return event
 
@@ -119,7 +123,8 @@ class HarnessDoubles:
 
     def __init__(self, scenario: Scenario, *, rendezvous_timeout_s: float | None = None) -> None:
         self.scenario = scenario
-        self.log = ObservationLog()
+        self._ticks = 0
+        self.log = ObservationLog(self._tick if scenario.clock.advance_per_event else None)
         self.rendezvous_timeout_s = rendezvous_timeout_s or min(
             RENDEZVOUS_TIMEOUT_S, max(0.05, scenario.timeout_s / 2.5)
         )
@@ -423,6 +428,11 @@ class HarnessDoubles:
         return {"decision": decision}
 
     def now(self) -> float:
-        """start + advance_per_model_call × model calls so far."""
+        """start + advance_per_model_call × model calls so far + advance_per_event × events so far."""
         c = self.scenario.clock
-        return c.start + c.advance_per_model_call * self._model_calls
+        return c.start + c.advance_per_model_call * self._model_calls + c.advance_per_event * self._ticks
+
+    def _tick(self) -> float:
+        """One observed event: the clock steps, and the event is stamped with the new time."""
+        self._ticks += 1
+        return self.now()

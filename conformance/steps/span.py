@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_bdd import parsers, then
+from pytest_bdd import given, parsers, then
 
-from conformance.errors import ConformanceFailure, expect_equal, show
+from conformance.errors import ConformanceFailure, Incomplete, expect_equal, show
 from conformance.steps.common import ScenarioContext
 from conformance.steps.loop import starts_in_turn, tool_kind, turn_count
 
@@ -103,3 +103,75 @@ def then_nested_under_turns(akc: ScenarioContext) -> None:
             loose.append((s.kind, s.name))
     if loose:
         raise ConformanceFailure("step spans", "each under a turn span", f"not under one: {show(loose)}")
+
+
+# ----------------------------------------------------------------- spans enclose what they name
+
+
+@given("the harness clock advances at every observed event")
+def given_event_clock(akc: ScenarioContext) -> None:
+    """Step the harness clock at every model request, stream end, tool start and end and hook
+    dispatch, and stamp each event with its time (for kernels that time spans with that clock)."""
+    akc.merge({"clock": {"advance_per_event": 0.001}})
+
+
+def _timed(akc: ScenarioContext, kind: str) -> list[Any]:
+    """The spans of ``kind`` with a start and an end in the harness clock's time base."""
+    spans = _required(akc, kind)
+    events = akc.evidence.require("observed events stamped by the harness clock", [e for e in akc.log if "t" in e])
+    low, high = akc.scenario.clock.start, events[-1]["t"] + 1.0
+    timed = [s for s in spans if s.start is not None and s.end is not None and low <= s.start <= s.end <= high]
+    if not timed:
+        raise Incomplete(f'not exercised: no "{kind}" span is timed with the harness clock (start/end in [{low}, {high}])')
+    return timed
+
+
+def _enclosed(what: str, first: float, last: float, spans: list[Any]) -> bool:
+    return any(s.start <= first and last <= s.end for s in spans)
+
+
+def _check_enclosing(akc: ScenarioContext, kind: str, intervals: list[tuple[str, float, float]]) -> None:
+    spans = _timed(akc, kind)
+    akc.evidence.require(f"situations a {kind} span must enclose", intervals)
+    bare = [(what, a, b) for what, a, b in intervals if not _enclosed(what, a, b, spans)]
+    if bare:
+        what, a, b = bare[0]
+        raise ConformanceFailure(
+            f'a "{kind}" span around {what}',
+            f"a span from at most {a:.3f} to at least {b:.3f}",
+            show([(round(s.start, 3), round(s.end, 3)) for s in spans]),
+        )
+    akc.evidence.saw(f'every one of {len(intervals)} situations lies inside a "{kind}" span')
+
+
+def _model_calls(akc: ScenarioContext) -> list[tuple[str, float, float]]:
+    """Each model call from its request to the end of its stream."""
+    ends = {e["index"]: e["t"] for e in akc.events("model_response") if "t" in e}
+    return [(f"model call {e['index'] + 1}", e["t"], ends.get(e["index"], e["t"])) for e in akc.events("model_request") if "t" in e]
+
+
+@then(parsers.re(r'every model call lies inside a "model_call" span$'))
+def then_model_call_spans_enclose(akc: ScenarioContext) -> None:
+    """SPAN-002: the span covers steps 3-4, the request and the whole stream."""
+    _check_enclosing(akc, "model_call", _model_calls(akc))
+
+
+@then(parsers.re(r'every model call lies inside a "turn" span$'))
+def then_turn_spans_enclose(akc: ScenarioContext) -> None:
+    """SPAN-001: each model call happens inside the turn span of its RunTurn."""
+    _check_enclosing(akc, "turn", _model_calls(akc))
+
+
+@then(parsers.re(r'every tool call lies inside a "tool" span$'))
+def then_tool_spans_enclose(akc: ScenarioContext) -> None:
+    """SPAN-003: each call, from its start to its end, inside a tool span (per call or per step)."""
+    ends = {e["call_id"]: e["t"] for e in akc.tool_ends() if "t" in e}
+    calls = [(f"tool call {e['call_id']}", e["t"], ends.get(e["call_id"], e["t"])) for e in akc.tool_starts() if "t" in e]
+    _check_enclosing(akc, "tool", calls)
+
+
+@then(parsers.re(r'every plan-ready dispatch lies inside a "veto_chain" span$'))
+def then_veto_chain_spans_enclose(akc: ScenarioContext) -> None:
+    """SPAN-004: the veto chain's span covers the plan-ready dispatches of step 11."""
+    plans = [(f"plan-ready dispatch {i + 1}", e["t"], e["t"]) for i, e in enumerate(akc.hook_dispatches("plan-ready")) if "t" in e]
+    _check_enclosing(akc, "veto_chain", plans)

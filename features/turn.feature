@@ -145,7 +145,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then in model request 2, "CTX-FRONT-42" comes after the history and in front of the user message "second"
+    Then in model request 2, "CTX-FRONT-42" comes in front of the user message "second"
 
   @TURN-012
   Scenario: Context from pre_llm_call is never stored and later turns do not see it

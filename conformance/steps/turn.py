@@ -142,6 +142,13 @@ def contains_text(value: Any, needle: str) -> bool:
     return needle in json.dumps(value, ensure_ascii=False, default=str)
 
 
+def require_text_handed_over(akc: ScenarioContext, text: str) -> None:
+    """Evidence for a "never stored / not sent" check about ``text``: a scripted hook handed
+    the kernel this text (it was dispatched and returned it)."""
+    handed = [e for e in akc.events("hook") if contains_text(e.get("outcome"), text)]
+    akc.evidence.require(f"a hook handed the kernel {text!r}", handed)
+
+
 # ========================================================================== Given
 
 
@@ -186,6 +193,7 @@ def then_conversation(akc: ScenarioContext, k: str, datatable: Any = None, docst
     """The non-system messages of model request k, in order (``user: text``, ``assistant: text``,
     ``assistant: calls id``, ``tool_result: id``)."""
     observed = [project(m) for m in conversation(akc.model_request(int(k)))]
+    akc.evidence.require(f"messages in model request {k}", observed)
     expect_order(f"conversation in model request {k}", list_items(datatable, docstring), observed)
 
 
@@ -194,12 +202,14 @@ def then_request_ends_with_user(akc: ScenarioContext, k: str, text: str) -> None
     """The last non-system message of model request k is this user message."""
     conv = conversation(akc.model_request(int(k)))
     expect_equal(f"last message of model request {k}", f"user: {text}", project(conv[-1]) if conv else None)
+    akc.evidence.saw(f"model request {k} ends with the user message {text!r}")
 
 
 @then(parsers.re(r'the stored messages of message (?P<k>\d+) start with the user message "(?P<text>[^"]*)"$'))
 def then_stored_starts_with_user(akc: ScenarioContext, k: str, text: str) -> None:
     """The first message stored for user message k's turn is that user message."""
     stored = [project(m) for m in stored_messages(akc, int(k))]
+    akc.evidence.require(f"messages stored for user message {k}", stored)
     expect_equal(
         f"first stored message of user message {k}'s turn (stored: {show(stored)})",
         f"user: {text}",
@@ -211,12 +221,16 @@ def then_stored_starts_with_user(akc: ScenarioContext, k: str, text: str) -> Non
 def then_stored_assistant(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """The assistant messages stored for user message k's turn, in storing order."""
     observed = [project(m) for m in stored_messages(akc, int(k)) if m.get("role") == "assistant"]
+    akc.evidence.require(f"assistant messages stored for user message {k}", observed)
     expect_order(f"assistant messages stored for user message {k}", list_items(datatable, docstring), observed)
 
 
 @then(parsers.re(r'no stored message contains "(?P<text>[^"]+)"$'))
 def then_not_stored(akc: ScenarioContext, text: str) -> None:
-    """No message of the journal holds this text (anywhere in its JSON)."""
+    """No message of the journal holds this text (anywhere in its JSON). Evidence: a hook
+    handed the kernel this text, and the journal stored the conversation."""
+    require_text_handed_over(akc, text)
+    akc.evidence.require("messages the journal stored", stored_messages(akc))
     hits = [project(m) for m in stored_messages(akc) if contains_text(m, text)]
     if hits:
         raise ConformanceFailure(f"stored messages containing {text!r}", "none", hits)
@@ -227,6 +241,9 @@ def then_request_contains(akc: ScenarioContext, k: str, neg: str, text: str) -> 
     """Whether this text occurs anywhere in model request k's messages."""
     messages = all_messages(akc.model_request(int(k)))
     found = [project(m) for m in messages if contains_text(m, text)]
+    if neg != "contains":
+        require_text_handed_over(akc, text)
+    akc.evidence.saw(f"model request {k} {neg} {text!r}")
     if neg == "contains" and not found:
         raise ConformanceFailure(f"model request {k}", f"a message containing {text!r}", [project(m) for m in messages])
     if neg != "contains" and found:
@@ -255,9 +272,7 @@ def _system_texts(request: dict[str, Any]) -> list[tuple[int | None, str]]:
 def then_system_prompt(akc: ScenarioContext, text: str) -> None:
     """Each request has a system text (a system message or request-level system text) holding
     the stable tier, before the first user message."""
-    requests = akc.model_requests()
-    if not requests:
-        raise ConformanceFailure("model requests", "at least one", "none")
+    requests = akc.require_kernel_ran()
     for k, request in enumerate(requests, 1):
         hits = [pos for pos, t in _system_texts(request) if text in t]
         if not hits:
@@ -276,35 +291,37 @@ def then_system_prompt(akc: ScenarioContext, text: str) -> None:
 # ========================================================================== Then: pre_llm_call context
 
 
-@then(
-    parsers.re(
-        r'in model request (?P<k>\d+), "(?P<ctx>[^"]+)" comes after the history and in front of '
-        r'the user message "(?P<user>[^"]*)"$'
-    )
-)
+@then(parsers.re(r'in model request (?P<k>\d+), "(?P<ctx>[^"]+)" comes in front of the user message "(?P<user>[^"]*)"$'))
 def then_context_in_front(akc: ScenarioContext, k: str, ctx: str, user: str) -> None:
-    """pre_llm_call's context sits between the earlier conversation and the turn's user message:
-    in a message of its own right there, or at the start of the user message's text."""
-    messages = all_messages(akc.model_request(int(k)))
+    """pre_llm_call's context is in the request before the user message's text (reading
+    pre-llm-call-context, all accepted): a message of its own before the user message, a prefix
+    of the user message's text, or system text (a system message before it or request-level)."""
+    require_text_handed_over(akc, ctx)
+    request = akc.model_request(int(k))
+    messages = all_messages(request)
     shown = [project(m) for m in messages]
     users = [i for i, m in enumerate(messages) if m.get("role") == "user" and message_text(m).endswith(user)]
     if not users:
         raise ConformanceFailure(f"model request {k}", f"the user message {user!r}", shown)
     u = users[-1]
     own = message_text(messages[u])
+    accepted = akc.accepts("pre-llm-call-context")
+    places = []
     if ctx in own and own.index(ctx) < own.rindex(user):
-        return
-    # Earlier conversation: the last non-system message before the user message that is not the context.
-    before = [i for i in range(u) if messages[i].get("role") != "system" and ctx not in message_text(messages[i])]
-    last_history = before[-1] if before else -1
-    holders = [i for i in range(last_history + 1, u) if contains_text(messages[i], ctx)]
-    if not holders:
+        places.append("prefix")
+    if any(messages[i].get("role") != "system" and contains_text(messages[i], ctx) for i in range(u)):
+        places.append("separate-message")
+    if any(ctx in t for pos, t in _system_texts(request) if pos is None or pos < u):
+        places.append("system")
+    found = [p for p in places if p in accepted]
+    if not found:
         where = [project(m) for m in messages if contains_text(m, ctx)]
         raise ConformanceFailure(
             f"place of the pre_llm_call context in model request {k}",
-            f"{ctx!r} after the earlier messages and in front of {user!r}",
+            f"{ctx!r} in front of {user!r} ({' or '.join(sorted(accepted))})",
             f"found in {show(where)}; request: {show(shown)}",
         )
+    akc.evidence.saw(f"the context {ctx!r} in front of the user message {user!r} ({found[0]})")
 
 
 # ========================================================================== Then: hooks per turn
@@ -314,7 +331,8 @@ def then_context_in_front(akc: ScenarioContext, k: str, ctx: str, user: str) -> 
 def then_point_count_in_turn(akc: ScenarioContext, point: str, n: str, k: str) -> None:
     """This point was dispatched exactly n times in user message k's turn."""
     akc._check_point(point)
-    count = sum(1 for e in turn_hooks(akc, int(k)) if e["point"] == point)
+    hooks = akc.evidence.require(f"hook dispatches in the turn of message {k}", turn_hooks(akc, int(k)))
+    count = sum(1 for e in hooks if e["point"] == point)
     expect_equal(f"dispatches of {point} in the turn of message {k}", int(n), count)
 
 
@@ -331,6 +349,7 @@ def then_first_dispatch_order(akc: ScenarioContext, k: str, datatable: Any = Non
         raise ConformanceFailure(f"hook points of the turn of message {k}", f"{show(wanted)} dispatched", f"no {show(missing)}")
     observed = sorted(wanted, key=lambda p: firsts[p])
     expect_order(f"first dispatches in the turn of message {k}", wanted, observed)
+    akc.evidence.saw(f"first dispatches in the turn of message {k}: {', '.join(observed)}")
 
 
 @then(parsers.re(r'in the turn of message (?P<k>\d+), "(?P<point>[^"]+)" fires before the first model call$'))
@@ -347,6 +366,7 @@ def then_before_first_model_call(akc: ScenarioContext, k: str, point: str) -> No
             "dispatched before the first model call",
             "not dispatched" if not hooks else f"dispatched after it (log seq {late} > {calls[0]['seq']})",
         )
+    akc.evidence.saw(f"{point} dispatched {len(hooks)} times before the first model call of message {k}")
 
 
 @then(parsers.re(r'the "(?P<point>[^"]+)" payload has "(?P<key>[^"]+)" equal to (?P<value>.+)$'))
@@ -354,9 +374,7 @@ def then_payload_field(akc: ScenarioContext, point: str, key: str, value: str) -
     """Every dispatch of this point (as the first hook of its chain saw it) has this field value."""
     akc._check_point(point)
     expected = parse_json(value, "payload value")
-    dispatches = akc.hook_dispatches(point)
-    if not dispatches:
-        raise ConformanceFailure(f"dispatches of {point}", "at least one", "none")
+    dispatches = akc.evidence.require(f"dispatches of {point}", akc.hook_dispatches(point))
     for e in dispatches:
         payload = e["payload"] if isinstance(e["payload"], dict) else {}
         expect_equal(f"{key!r} of the {point} payload", expected, payload.get(key, "<missing>"))
@@ -371,7 +389,7 @@ def then_api_hooks_around_calls(akc: ScenarioContext) -> None:
     hooks = [e for e in akc.hook_dispatches() if e["point"] in ("pre_api_request", "post_api_request")]
     merged = sorted(hooks + akc.events("model_request"), key=lambda e: e["seq"])
     tokens = ["model call" if e["kind"] == "model_request" else e["point"] for e in merged]
-    n = tokens.count("model call")
+    n = len(akc.require_kernel_ran())
     expect_order("pre_api_request / model call / post_api_request", ["pre_api_request", "model call", "post_api_request"] * n, tokens)
 
 
@@ -384,9 +402,11 @@ def then_api_hooks_around_calls(akc: ScenarioContext) -> None:
 def then_failure_hooks(akc: ScenarioContext) -> None:
     """After the failing model call (and before any later one): api_request_error then
     transform_api_error_classification, and no post_api_request."""
-    errors = akc.events("model_error")
-    if not errors:
+    if not any(r.error is not None for r in akc.scenario.model.responses):
         raise HarnessError("the scenario scripts no model failure")
+    akc.require_kernel_ran()
+    # A kernel that never reaches the failing call fails: the scenario's model calls are all due.
+    errors = akc.evidence.require("the scripted failing model call was made", akc.events("model_error"))
     failed = errors[0]["index"]
     requests = akc.events("model_request")
     start = next(e["seq"] for e in requests if e["index"] == failed)
@@ -397,6 +417,7 @@ def then_failure_hooks(akc: ScenarioContext) -> None:
     expect_order(
         "hooks after the failed model call", ["api_request_error", "transform_api_error_classification"], points
     )
+    akc.evidence.saw("api_request_error, then transform_api_error_classification after the failed call")
 
 
 # ========================================================================== Then: the end of a turn
@@ -426,6 +447,7 @@ def then_session_end_last(akc: ScenarioContext, k: str) -> None:
 def then_stored_status(akc: ScenarioContext, k: str, status: str) -> None:
     """The journal holds this final status for user message k's turn."""
     expect_equal(f"stored status of the turn of message {k}", status, stored_status(akc, int(k)))
+    akc.evidence.saw(f"the journal holds status {status!r} for the turn of message {k}")
 
 
 @then(parsers.re(r'the user message "(?P<text>[^"]*)" is stored$'))
@@ -434,4 +456,5 @@ def then_user_stored(akc: ScenarioContext, text: str) -> None:
     stored = [project(m) for m in stored_messages(akc)]
     if f"user: {text}" not in stored:
         raise ConformanceFailure("stored messages", f"the user message {text!r}", stored)
+    akc.evidence.saw(f"the journal holds the user message {text!r}")
 

@@ -101,6 +101,9 @@ class CallScript(_Model):
     result: str | None = None
     #: The tool raises with this message (the kernel must turn it into an error tool_result).
     error: str | None = None
+    #: The call does not finish until the harness has submitted user message n (0-based): the
+    #: turn running it is certainly still running when that message arrives (session lock).
+    hold_until_submitted: int | None = None
 
 
 # --------------------------------------------------------------------------- hooks

@@ -14,6 +14,8 @@ event kinds and their fields:
 * ``cancel`` (where, message) / ``cancel_missing`` (where, message)
 * ``rendezvous_timeout`` (call_id, group, missing) / ``finish_order_timeout`` (call_id, waited_for)
 * ``unknown_tool`` / ``unknown_hook``
+* ``hold_timeout`` (call_id, group): the first call of a ``hold_first`` group waited in vain
+  for another to start (the calls ran one at a time: not a failure)
 * ``submit`` (message): the harness submitted user message ``message`` to the kernel (through
   ``run_user_messages``); ``submission_timeout`` (call_id, message): a held call gave up waiting
 * ``journal_write`` (op, record, turn): a write the kernel made to its journal, as its adapter
@@ -302,6 +304,9 @@ class HarnessDoubles:
         tool = self._tools.get(str(name))
         self._started_calls.add(call_id)
         self._event(f"start:{call_id}").set()
+        for group in self.scenario.hold_first:
+            if call_id in group:
+                self._event(f"any_start:{id(group)}").set()
         self.log.add("tool_start", call_id=call_id, name=name, args=args, turn=snapshot(turn))
         self._activity()
         self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} ({name})"
@@ -315,6 +320,7 @@ class HarnessDoubles:
             await self._rendezvous(call_id)
             await self._wait_predecessor(call_id)
             await self._wait_submission(call_id)
+            await self._hold_first(call_id)
             script = self.scenario.calls.get(call_id)
             if script is not None and script.error is not None:
                 end = {"error": script.error, "cancelled": False}
@@ -343,6 +349,19 @@ class HarnessDoubles:
             missing = [c for c in others if c not in self._started_calls]
             if missing:
                 self.log.add("rendezvous_timeout", call_id=call_id, group=list(group), missing=missing)
+
+    async def _hold_first(self, call_id: str) -> None:
+        for group in self.scenario.hold_first:
+            if call_id not in group:
+                continue
+            others = [c for c in group if c != call_id]
+            if any(c in self._started_calls for c in others):
+                continue  # not the first of its group to start
+            self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} (held until one of {others} starts)"
+            with anyio.move_on_after(self.rendezvous_timeout_s):
+                await self._event(f"any_start:{id(group)}").wait()
+            if not any(c in self._started_calls for c in others):
+                self.log.add("hold_timeout", call_id=call_id, group=list(group))
 
     async def _wait_submission(self, call_id: str) -> None:
         script = self.scenario.calls.get(call_id)

@@ -144,10 +144,11 @@ def contains_text(value: Any, needle: str) -> bool:
 
 
 def require_text_handed_over(akc: ScenarioContext, text: str) -> None:
-    """Evidence for a "never stored / not sent" check about ``text``: a scripted hook handed
-    the kernel this text (it was dispatched and returned it)."""
+    """Evidence for a "never stored / not sent" check about ``text``: the harness handed the
+    kernel this text — a scripted hook returned it, or the model streamed it."""
     handed = [e for e in akc.events("hook") if contains_text(e.get("outcome"), text)]
-    akc.evidence.require(f"a hook handed the kernel {text!r}", handed)
+    handed += [e for e in akc.events("model_response") if contains_text(e.get("chunks"), text)]
+    akc.evidence.require(f"the kernel was handed {text!r} (by a hook or the model)", handed)
 
 
 # ========================================================================== Given

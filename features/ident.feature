@@ -92,8 +92,14 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     Then every session id and turn id the run shows is a UUID v7
 
   @IDENT-006
+  # Ids made in one millisecond need not sort (reading uuid7-same-millisecond): the clock
+  # advances 2 ms per model call, so each turn and session is made in a later millisecond.
   Scenario: Ids of later turns and sessions sort after the earlier ones
-    Given the model answers "one"
+    Given the scenario settings:
+      """
+      {"clock": {"advance_per_model_call": 0.002}}
+      """
+    And the model answers "one"
     And the model answers "two"
     And the model answers "three"
     And the model answers "four"

@@ -78,14 +78,14 @@ Feature: Sessions (001, "Sessions")
     And the model answers "Rain, 18C."
     And the model answers "Bring an umbrella."
     When the user sends "Do I need an umbrella?"
-    Then the child session of "d1" is stored with source "subagent" and the parent's session as its parent
+    Then the child session of "d1" is stored as a subagent session of the parent's
 
   @SESS-006
   Scenario: A child agent's session is titled with its goal
     Given the scenario's profile id is "household"
     And a subagent tool "delegate"
-    And the model calls "delegate" with {"goal": "Find the Charleston forecast for the weekend"} as "d1"
+    And the model calls "delegate" with {"goal": "Find the Charleston forecast for Saturday and Sunday, hour by hour, with rain odds"} as "d1"
     And the model answers "Rain, 18C."
     And the model answers "Bring an umbrella."
     When the user sends "Do I need an umbrella?"
-    Then the child session of "d1" is titled with its goal
+    Then the child session of "d1" is titled with its whole goal

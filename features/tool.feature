@@ -51,9 +51,29 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       | q1 | ask   | {}       |
       | a2 | probe | {"n": 2} |
     And the model answers "done"
-    And calls finish in the order "a1, q1, a2"
+    And the first of the calls "a1, q1, a2" to start is held until another starts
+    And the scenario timeout is 3 seconds
     When the kernel runs
     Then 3 tool calls ran
+    And the tool calls ran one at a time
+
+  @commonagent @TOOL-002
+  Scenario: With an interactive call among identical calls, all run one at a time
+    Given the tools:
+      | name  | kind        |
+      | probe | data_source |
+      | ask   | interactive |
+    And the model calls in one response:
+      | id | name  | args     |
+      | a1 | probe | {"n": 1} |
+      | a2 | probe | {"n": 1} |
+      | q1 | ask   | {}       |
+      | a3 | probe | {"n": 1} |
+    And the model answers "done"
+    And the first of the calls "a1, a2, q1, a3" to start is held until another starts
+    And the scenario timeout is 3 seconds
+    When the kernel runs
+    Then 4 tool calls ran
     And the tool calls ran one at a time
 
   @commonagent @TOOL-003
@@ -213,8 +233,24 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then tool "d1" received the args {"env": "staging", "dry": false, "force": true}
 
+  @commonagent @TOOL-011
+  Scenario: Two Modify hooks at pre_tool_call: both merges reach the tool
+    Given a tool "deploy" returning "deployed {args}"
+    And hook "fix" at "pre_tool_call" returns {"kind": "modify", "args": {"env": "staging"}} for call "d1"
+    And hook "region" at "pre_tool_call" returns {"kind": "modify", "args": {"region": "eu-west-1"}} for call "d1"
+    And the model calls in one response:
+      | id | name   | args                          |
+      | d1 | deploy | {"env": "prod", "dry": false} |
+      | d2 | deploy | {"env": "prod", "dry": false} |
+    And the model answers "done"
+    When the kernel runs
+    Then tool "d1" received the args {"env": "staging", "dry": false, "region": "eu-west-1"}
+    And tool "d2" received the args {"env": "prod", "dry": false}
+
+  # 000 gives post_tool_call no payload (reading post-tool-call-payload): only that it fires
+  # once per call, after the call's tool, is checked.
   @commonagent @TOOL-012
-  Scenario: post_tool_call fires once per call, after its tool ran, with the call and its result
+  Scenario: post_tool_call fires once per call, after its tool ran
     Given a tool "lookup" returning "got {args}"
     And the model calls in one response:
       | id | name   | args       |
@@ -222,13 +258,24 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       | c2 | lookup | {"q": "y"} |
     And the model answers "done"
     When the kernel runs
-    Then "post_tool_call" was dispatched 2 times
-    And "post_tool_call" was dispatched 1 time for call "c1"
-    And "post_tool_call" was dispatched 1 time for call "c2"
-    And "post_tool_call" for call "c1" was dispatched after tool "c1" ended
-    And "post_tool_call" for call "c2" was dispatched after tool "c2" ended
-    And the "post_tool_call" payload for call "c1" includes {"name": "lookup", "args": {"q": "x"}, "result": "got {\"q\":\"x\"}"}
-    And the "post_tool_call" payload for call "c2" includes {"name": "lookup", "args": {"q": "y"}, "result": "got {\"q\":\"y\"}"}
+    Then "post_tool_call" fired once per call, after the call's tool ended or was refused
+
+  @commonagent @TOOL-012
+  Scenario: post_tool_call fires once per call for identical calls, over several responses
+    Given a tool "lookup" returning "got {args}"
+    And the model calls in one response:
+      | id | name   | args       |
+      | c1 | lookup | {"q": "x"} |
+      | c2 | lookup | {"q": "x"} |
+      | c3 | lookup | {"q": "x"} |
+    And the model calls in one response:
+      | id | name   | args       |
+      | c4 | lookup | {"q": "x"} |
+      | c5 | lookup | {"q": "y"} |
+    And calls finish in the order "c3, c2, c1"
+    And the model answers "done"
+    When the kernel runs
+    Then "post_tool_call" fired once per call, after the call's tool ended or was refused
 
   @commonagent @TOOL-013
   Scenario: post_tool_call fires for a blocked call too
@@ -237,7 +284,21 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model calls "deploy" with {} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then "post_tool_call" was dispatched 1 time for call "d1"
+    Then "post_tool_call" fired once per call, after the call's tool ended or was refused
+
+  @commonagent @TOOL-013
+  Scenario: post_tool_call fires for a blocked call among calls that run
+    Given a tool "deploy"
+    And hook "guard" at "pre_tool_call" returns {"kind": "block", "reason": "no"} for call "d2"
+    And the model calls in one response:
+      | id | name   | args       |
+      | d1 | deploy | {"n": 1}   |
+      | d2 | deploy | {"n": 2}   |
+      | d3 | deploy | {"n": 3}   |
+    And the model answers "done"
+    When the kernel runs
+    Then tool "d2" did not run
+    And "post_tool_call" fired once per call, after the call's tool ended or was refused
 
   @commonagent @TOOL-014
   Scenario: post_tool_call fires for a failed call too, and the turn goes on
@@ -246,23 +307,24 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model calls "flaky" with {} as "f1"
     And the model answers "recovered"
     When the kernel runs
-    Then "post_tool_call" was dispatched 1 time for call "f1"
+    Then "post_tool_call" fired once per call, after the call's tool ended or was refused
     And the reply is "recovered"
 
   @commonagent @TOOL-015
   Scenario: transform_tool_result fires after post_tool_call and its text replaces what the model gets
-    Given a tool "lookup" returning "secret {call_id}"
+    Given a tool "lookup" returning "secret {args}"
     And hook "redact" at "transform_tool_result" returns {"kind": "replace", "payload": {"name": "lookup", "call_id": "c1", "result": "REDACTED"}} for call "c1"
     And the model calls in one response:
-      | id | name   | args |
-      | c1 | lookup |      |
-      | c2 | lookup |      |
+      | id | name   | args       |
+      | c1 | lookup | {"q": "1"} |
+      | c2 | lookup | {"q": "2"} |
+      | c3 | lookup | {"q": "3"} |
     And the model answers "done"
     When the kernel runs
-    Then for call "c1", "post_tool_call" was dispatched before "transform_tool_result"
-    And for call "c2", "post_tool_call" was dispatched before "transform_tool_result"
+    Then every "transform_tool_result" dispatch comes after one more "post_tool_call" dispatch
     And model request 2 has the tool result "c1" with content "REDACTED"
-    And model request 2 has the tool result "c2" with content "secret c2"
+    And model request 2 has the tool result "c2" with content "secret {"q":"2"}"
+    And model request 2 has the tool result "c3" with content "secret {"q":"3"}"
 
   @commonagent @TOOL-016
   Scenario: Every tool call is stored once, blocked and failed ones included

@@ -38,6 +38,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
       | id | name  | args       |
       | a1 | probe | {"n": 1}   |
       | a2 | probe | {"n": 2}   |
+    And the call "a1" is held until message 2 is submitted
     And the model answers "one done"
     And the model answers "two done"
     And calls finish in the order "a1, a2"
@@ -45,6 +46,21 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then the turns of the messages did not overlap
     And message 1 ends with status "completed"
     And message 2 ends with status "completed"
+
+  @TURN-002
+  Scenario: Two more messages arrive while a long turn runs; each waits for the one before
+    Given a tool "probe" returning "probed"
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1" sent concurrently
+    And the user message "third" in session "s1" sent concurrently
+    And the model calls "probe" with {"n": 1} as "a1"
+    And the call "a1" is held until message 3 is submitted
+    And the model calls "probe" with {"n": 1} as "a2"
+    And the model answers "one done"
+    And the model answers "two done"
+    And the model answers "three done"
+    When the kernel runs
+    Then the turns of the messages did not overlap
 
   # Turns of *different* sessions are not checked: 000 says one turn per session at a time and
   # leaves open whether turns of different sessions may overlap (docs/spec-gaps.md), so a kernel
@@ -145,7 +161,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then in model request 2, "CTX-FRONT-42" comes after the history and in front of the user message "second"
+    Then in model request 2, "CTX-FRONT-42" comes in front of the user message "second"
 
   @TURN-012
   Scenario: Context from pre_llm_call is never stored and later turns do not see it
@@ -183,9 +199,9 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Given a tool "lookup"
     And the model calls "lookup" with {} as "c1"
     And the model calls in one response:
-      | id | name   | args |
-      | c2 | lookup |      |
-      | c3 | lookup |      |
+      | id | name   | args       |
+      | c2 | lookup | {"q": "2"} |
+      | c3 | lookup | {"q": "3"} |
     And the model answers "all done"
     When the kernel runs
     Then the assistant messages stored for message 1 are:
@@ -241,14 +257,17 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then on_session_end is the last hook of the turn of message 1 and carries its stored status
-    And on_session_end is the last hook of the turn of message 2 and carries its stored status
+    Then on_session_end is the last hook of the turn of message 1
+    And the final status of message 1 was stored before on_session_end fired
+    And on_session_end is the last hook of the turn of message 2
+    And the final status of message 2 was stored before on_session_end fired
 
   @TURN-020
   Scenario: on_session_end ends a turn whose model call failed
     Given the model fails with status 500
     When the kernel runs
-    Then on_session_end is the last hook of the turn of message 1 and carries its stored status
+    Then on_session_end is the last hook of the turn of message 1
+    And the final status of message 1 was stored before on_session_end fired
 
   @TURN-020
   Scenario: on_session_end ends a turn that ran out of iterations
@@ -256,4 +275,5 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And max_iterations is 1
     And the model calls "lookup" with {} as "c1"
     When the kernel runs
-    Then on_session_end is the last hook of the turn of message 1 and carries its stored status
+    Then on_session_end is the last hook of the turn of message 1
+    And the final status of message 1 was stored before on_session_end fired

@@ -107,6 +107,44 @@ class _Wiring:
         return str(out.get("decision", "denied"))
 
 
+class ObservedJournal:
+    """The kernel's journal, each write reported to the harness after it returned
+    (``Doubles.journal_write``), so that its place among the hook dispatches is on the harness's
+    event log. Reads and extras pass through unchanged."""
+
+    def __init__(self, inner: Any, doubles: Doubles) -> None:
+        self._inner = inner
+        self._report = getattr(doubles, "journal_write", None)
+
+    def _tell(self, op: str, record: dict[str, Any], turn: TurnInfo | None) -> None:
+        if self._report is not None:
+            self._report(op, record, turn.as_dict() if turn is not None else None)
+
+    async def create_session(self, session: Any) -> str:
+        session_id = await self._inner.create_session(session)
+        self._tell("create_session", {"id": session_id, **session.as_dict()}, None)
+        return session_id
+
+    async def start_turn(self, turn: TurnInfo) -> None:
+        await self._inner.start_turn(turn)
+        self._tell("start_turn", turn.as_dict(), turn)
+
+    async def append_message(self, turn: TurnInfo, message: dict[str, Any]) -> None:
+        await self._inner.append_message(turn, message)
+        self._tell("append_message", message, turn)
+
+    async def record_tool_call(self, turn: TurnInfo, record: Any) -> None:
+        await self._inner.record_tool_call(turn, record)
+        self._tell("record_tool_call", record.as_dict(), turn)
+
+    async def finish_turn(self, turn: TurnInfo, status: Any) -> None:
+        await self._inner.finish_turn(turn, status)
+        self._tell("finish_turn", {"status": status}, turn)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def _outcome(out: Any) -> Any:
     """A harness outcome dict → the kernel's outcome object (docs/adapter.md)."""
     if not isinstance(out, dict):
@@ -201,7 +239,7 @@ def build(
         wiring,
         tools,
         hooks,
-        journal=journal_factory(ids),
+        journal=ObservedJournal(journal_factory(ids), doubles),
         clock=doubles.now,
         ids=ids,
         spans=MemorySpanRecorder(doubles.now),
@@ -295,7 +333,7 @@ class ReferenceAdapter:
                 raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
 
         try:
-            await run_user_messages(scenario, run_one, prepare)
+            await run_user_messages(scenario, run_one, prepare, doubles)
         except Exception as exc:
             raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
 

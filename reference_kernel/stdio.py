@@ -251,6 +251,15 @@ class WireDoubles:
     def register_canceller(self, message: int, cancel: Callable[[], Awaitable[None] | None]) -> None:
         self.server._cancellers[message] = cancel
 
+    def journal_write(self, op: str, record: dict[str, Any], turn: dict[str, Any] | None) -> None:
+        self.server.write(
+            {"jsonrpc": "2.0", "method": "journal.write",
+             "params": {"seq": self.seq, "op": op, "record": record, "turn": turn}}
+        )
+
+    async def submit_user_message(self, index: int) -> None:
+        await self.server.call("message.submit", {"seq": self.seq, "message": index})
+
 
 def _widen_pipe(fd: int) -> None:
     """A 1 MiB pipe (Linux): a long session's model request is one line of hundreds of KB, and

@@ -215,3 +215,44 @@ async def test_cancel_at_hook_and_tool() -> None:
     d2 = make(tools=[{"name": "t"}], cancel={"at": "tool", "call_id": "c1"})
     await d2.invoke_tool({"id": "c1", "name": "t", "args": {}}, {})
     assert d2.log.of("cancel_missing")[0]["where"] == {"at": "tool", "call_id": "c1"}
+
+
+async def test_journal_writes_and_submissions_go_on_the_log() -> None:
+    d = make(user_messages=[{"text": "a"}, {"text": "b", "concurrent": True}], timeout_s=1.0)
+    await d.submit_user_message(0)
+    d.journal_write("finish_turn", {"status": "completed"}, {"turn_id": "t1"})
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(d.submit_user_message, 1)  # held until the first message's turn is seen running
+        await anyio.sleep(0)
+        assert [e["message"] for e in d.log.of("submit")] == [0]
+        await d.dispatch_hook("h", "session-start", {}, {"turn_id": "t1"})
+    what = {"submit": "message", "journal_write": "op", "hook": "point"}
+    kinds = [(e["kind"], e[what[e["kind"]]]) for e in d.log.events if e["kind"] in what]
+    assert kinds == [("submit", 0), ("journal_write", "finish_turn"), ("hook", "session-start"), ("submit", 1)]
+
+
+async def test_a_held_call_waits_for_its_submission() -> None:
+    d = make(
+        tools=[{"name": "t"}], calls={"a": {"hold_until_submitted": 1}},
+        user_messages=[{"text": "a"}, {"text": "b"}],
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(d.invoke_tool, {"id": "a", "name": "t", "args": {}}, {})
+        await anyio.sleep(0.01)
+        assert not d.log.of("tool_end")
+        await d.submit_user_message(1)
+    assert [e["kind"] for e in d.log.events] == ["tool_start", "submit", "tool_end"]
+
+
+async def test_hold_first_waits_for_another_start_and_never_fails() -> None:
+    d = make(tools=[{"name": "t"}], hold_first=[["a", "b"]], timeout_s=0.2)
+    await d.invoke_tool({"id": "a", "name": "t", "args": {}}, {})  # alone: waits, then goes on
+    assert [e["kind"] for e in d.log.events] == ["tool_start", "hold_timeout", "tool_end"]
+    d = make(tools=[{"name": "t"}], hold_first=[["a", "b"]])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(d.invoke_tool, {"id": "a", "name": "t", "args": {}}, {})
+        await anyio.sleep(0.01)
+        tg.start_soon(d.invoke_tool, {"id": "b", "name": "t", "args": {}}, {})
+    starts_before_first_end = [e["call_id"] for e in d.log.events if e["kind"] == "tool_start"]
+    assert starts_before_first_end == ["a", "b"]
+    assert d.log.events[2]["kind"] == "tool_end" and d.log.events[2]["call_id"] in ("a", "b")

@@ -69,9 +69,14 @@ def test_the_reference_kernel_runs_over_the_wire(runner: PortalRunner, reference
     run = runner.run(reference, tool_scenario())
     assert run.error is None and not run.timed_out, run.error or run.diagnostic
     assert run.result is not None and run.result.outcomes[0].reply == "It is sunny."
-    kinds = [e["kind"] for e in run.log]
+    kinds = [e["kind"] for e in run.log if e["kind"] not in ("journal_write", "submit")]
     assert kinds == ["model_request", "model_response", "tool_start", "tool_end", "model_request", "model_response"]
     assert run.result.journal.tool_calls[0].result == "sunny"
+    # The boundary's journal writes and the submission cross the wire, in the kernel's order.
+    assert [e["message"] for e in run.log if e["kind"] == "submit"] == [0]
+    ops = [e["op"] for e in run.log if e["kind"] == "journal_write"]
+    assert ops[0] == "create_session" and ops[-1] == "finish_turn"
+    assert ops.count("append_message") == 4 and ops.count("record_tool_call") == 1
 
 
 def test_concurrent_callbacks_meet_at_a_rendezvous(runner: PortalRunner, reference) -> None:

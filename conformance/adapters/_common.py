@@ -187,7 +187,7 @@ async def run_messages(scenario: Scenario, doubles: Doubles, run_one: RunOne) ->
             run.raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)[:2000]))
 
     try:
-        await run_user_messages(scenario, one, prepare)
+        await run_user_messages(scenario, one, prepare, doubles)
     except BaseExceptionGroup as group:  # an adapter bug in a message's task: raise it plainly
         bug = next((b for b in map(adapter_bug, group.exceptions) if b is not None), None)
         if bug is not None:

@@ -542,7 +542,7 @@ class HermesAdapter:
                     except Exception as exc:  # noqa: BLE001 - hermes raised out of run_conversation
                         raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
 
-                await run_user_messages(scenario, one)
+                await run_user_messages(scenario, one, doubles=doubles)
                 journal, usage = await anyio.to_thread.run_sync(run.journal)
                 return RunResult(outcomes=[o for o in outcomes if o is not None], journal=journal, usage=usage,
                                  raised=raised[0] if raised else None)

@@ -241,6 +241,23 @@ class Doubles(Protocol):
         harness calls it at the scenario's cancel point."""
         ...
 
+    def journal_write(self, op: str, record: JSON, turn: JSON | None) -> None:
+        """The adapter reports each write the kernel made to its journal, when it made it (after
+        the write returned): ``op`` is 001's Journal method (``create_session``, ``start_turn``,
+        ``append_message``, ``record_tool_call``, ``finish_turn``), ``record`` what was written
+        (the NewSession with its id, the message, the ToolCallRecord, ``{"status"}``...), ``turn``
+        the TurnInfo it was written under (None for ``create_session``). It goes on the harness's
+        ordered event log, so checks can see a write's place among hook dispatches (000: "The
+        final status is stored, then on_session_end fires"). Optional: an adapter that reports no
+        writes gets ``incomplete`` ("journal writes not observable") from the checks needing them."""
+        ...
+
+    async def submit_user_message(self, index: int) -> None:
+        """Called (by :func:`run_user_messages`) right before user message ``index`` is handed
+        to the kernel: the harness records when it submitted each message, and may hold a message
+        marked ``concurrent`` until the turn of the message before it is observably running."""
+        ...
+
 
 class ToolFailed(Exception):
     """Raised by ``Doubles.invoke_tool`` when the scenario scripts the tool to fail."""
@@ -260,6 +277,7 @@ async def run_user_messages(
     scenario: Scenario,
     run_one: Callable[[int, UserMessage, Any], Awaitable[None]],
     prepare: Callable[[int, UserMessage], Awaitable[Any]] | None = None,
+    doubles: Any = None,
 ) -> None:
     """Run the scenario's user messages as the harness means them: each waits until every earlier
     one has ended, unless it is marked ``concurrent`` (then it starts while they still run).
@@ -267,13 +285,18 @@ async def run_user_messages(
     ``prepare(index, message)`` runs in message order before the message starts (create or look up
     its session there, so two concurrent messages to a new session get the same one); its result is
     ``run_one``'s third argument. ``run_one`` should report the kernel's own failures in its result,
-    not raise: what it raises is the adapter's breakage."""
+    not raise: what it raises is the adapter's breakage. Pass the ``doubles``: each message is
+    submitted through ``doubles.submit_user_message`` right before it starts, so the harness
+    records when (and holds a concurrent message until the turn before it is running)."""
+    submit = getattr(doubles, "submit_user_message", None)
     async with anyio.create_task_group() as tg:
         pending: list[anyio.Event] = []
         for index, message in enumerate(scenario.user_messages):
             if not message.concurrent:
                 for event in pending:
                     await event.wait()
+            if submit is not None:
+                await submit(index)
             prepared = await prepare(index, message) if prepare is not None else None
             done = anyio.Event()
             pending.append(done)

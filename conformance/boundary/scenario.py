@@ -101,6 +101,9 @@ class CallScript(_Model):
     result: str | None = None
     #: The tool raises with this message (the kernel must turn it into an error tool_result).
     error: str | None = None
+    #: The call does not finish until the harness has submitted user message n (0-based): the
+    #: turn running it is certainly still running when that message arrives (session lock).
+    hold_until_submitted: int | None = None
 
 
 # --------------------------------------------------------------------------- hooks
@@ -308,6 +311,10 @@ class Scenario(_Model):
     rendezvous: list[list[str]] = Field(default_factory=list)
     #: Call ids that must *finish* in this order (each waits for its predecessor to finish).
     finish_order: list[str] = Field(default_factory=list)
+    #: Groups of call ids that must NOT overlap: the first of a group to start is held until
+    #: another of the group starts (under the rendezvous timeout, then it goes on). A kernel that
+    #: overlaps them always shows it; one that runs them one at a time is not failed for the wait.
+    hold_first: list[list[str]] = Field(default_factory=list)
     hooks: list[HookDef] = Field(default_factory=list)
     #: Policy precheck denials: call id or tool name → reason.
     policy_deny: dict[str, str] = Field(default_factory=dict)

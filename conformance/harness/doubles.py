@@ -14,6 +14,12 @@ event kinds and their fields:
 * ``cancel`` (where, message) / ``cancel_missing`` (where, message)
 * ``rendezvous_timeout`` (call_id, group, missing) / ``finish_order_timeout`` (call_id, waited_for)
 * ``unknown_tool`` / ``unknown_hook``
+* ``hold_timeout`` (call_id, group): the first call of a ``hold_first`` group waited in vain
+  for another to start (the calls ran one at a time: not a failure)
+* ``submit`` (message): the harness submitted user message ``message`` to the kernel (through
+  ``run_user_messages``); ``submission_timeout`` (call_id, message): a held call gave up waiting
+* ``journal_write`` (op, record, turn): a write the kernel made to its journal, as its adapter
+  reported it (``Doubles.journal_write``)
 
 Model responses that must be cancelled (``block_until_cancelled``, or the call a
 ``CancelAt(at="model_call")`` names) stream their *text* chunks (``chunks`` of them), then — for a
@@ -144,6 +150,7 @@ class HarnessDoubles:
         # anyio events must be created inside the event loop: made lazily, by name.
         self._events: dict[str, anyio.Event] = {}
         self._started_calls: set[str] = set()
+        self._submitted: int | None = None  # the user message submitted last
         self._ended_calls: set[str] = set()
         # The hook point whose occurrences a CancelAt(at="hook") counts: that point's first hook.
         self._cancel_hook_id: str | None = None
@@ -152,6 +159,12 @@ class HarnessDoubles:
             self._cancel_hook_id = next((h.id for h in scenario.hooks if h.point == cancel.point), None)
 
     # ----------------------------------------------------------------- bookkeeping
+
+    def _activity(self) -> None:
+        """The kernel did something (a hook, a model request, a tool start): the turn of the
+        message submitted last is running."""
+        if self._submitted is not None:
+            self._event(f"activity:{self._submitted}").set()
 
     def _event(self, name: str) -> anyio.Event:
         ev = self._events.get(name)
@@ -192,6 +205,7 @@ class HarnessDoubles:
         index = self._model_calls
         self._model_calls += 1
         self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn))
+        self._activity()
         return self._stream(index)
 
     def _snapshot_request(self, request: JSON) -> JSON:
@@ -295,7 +309,11 @@ class HarnessDoubles:
         tool = self._tools.get(str(name))
         self._started_calls.add(call_id)
         self._event(f"start:{call_id}").set()
+        for group in self.scenario.hold_first:
+            if call_id in group:
+                self._event(f"any_start:{id(group)}").set()
         self.log.add("tool_start", call_id=call_id, name=name, args=args, turn=snapshot(turn))
+        self._activity()
         self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} ({name})"
         end: dict[str, Any] = {"cancelled": True}
         try:
@@ -306,6 +324,8 @@ class HarnessDoubles:
                 self.log.add("unknown_tool", call_id=call_id, name=name)
             await self._rendezvous(call_id)
             await self._wait_predecessor(call_id)
+            await self._wait_submission(call_id)
+            await self._hold_first(call_id)
             script = self.scenario.calls.get(call_id)
             if script is not None and script.error is not None:
                 end = {"error": script.error, "cancelled": False}
@@ -334,6 +354,30 @@ class HarnessDoubles:
             missing = [c for c in others if c not in self._started_calls]
             if missing:
                 self.log.add("rendezvous_timeout", call_id=call_id, group=list(group), missing=missing)
+
+    async def _hold_first(self, call_id: str) -> None:
+        for group in self.scenario.hold_first:
+            if call_id not in group:
+                continue
+            others = [c for c in group if c != call_id]
+            if any(c in self._started_calls for c in others):
+                continue  # not the first of its group to start
+            self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} (held until one of {others} starts)"
+            with anyio.move_on_after(self.rendezvous_timeout_s):
+                await self._event(f"any_start:{id(group)}").wait()
+            if not any(c in self._started_calls for c in others):
+                self.log.add("hold_timeout", call_id=call_id, group=list(group))
+
+    async def _wait_submission(self, call_id: str) -> None:
+        script = self.scenario.calls.get(call_id)
+        if script is None or script.hold_until_submitted is None:
+            return
+        n = script.hold_until_submitted
+        self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} (held until user message {n} is submitted)"
+        with anyio.move_on_after(self.rendezvous_timeout_s):
+            await self._event(f"submitted:{n}").wait()
+        if not self._event(f"submitted:{n}").is_set():
+            self.log.add("submission_timeout", call_id=call_id, message=n)
 
     async def _wait_predecessor(self, call_id: str) -> None:
         order = self.scenario.finish_order
@@ -395,6 +439,7 @@ class HarnessDoubles:
             outcome=outcome,
             occurrence=occurrence,
         )
+        self._activity()
         cancel = self.scenario.cancel
         if (
             cancel is not None
@@ -426,6 +471,24 @@ class HarnessDoubles:
         decision = answers[i] if i < len(answers) else "denied"
         self.log.add("approval", request=snapshot(request), decision=decision, turn=snapshot(turn))
         return {"decision": decision}
+
+    # ----------------------------------------------------------------- journal, submissions
+
+    async def submit_user_message(self, index: int) -> None:
+        """Record the submission of user message ``index``. A ``concurrent`` message is first held
+        (under the rendezvous timeout) until the kernel did something after the previous
+        submission — its turn is observably running — so it really arrives during that turn."""
+        messages = self.scenario.user_messages
+        if 0 < index < len(messages) and messages[index].concurrent:
+            with anyio.move_on_after(self.rendezvous_timeout_s):
+                await self._event(f"activity:{index - 1}").wait()
+        self._submitted = index
+        self.log.add("submit", message=index)
+        self._event(f"submitted:{index}").set()
+
+    def journal_write(self, op: str, record: JSON, turn: JSON | None) -> None:
+        """The adapter reports one write the kernel made to its journal (see Doubles)."""
+        self.log.add("journal_write", op=str(op), record=snapshot(record), turn=snapshot(turn))
 
     def now(self) -> float:
         """start + advance_per_model_call × model calls so far + advance_per_event × events so far."""

@@ -291,8 +291,7 @@ def _single_turn_check(akc: ScenarioContext, kinds: str) -> None:
         raise HarnessError("this step needs a scenario with exactly one user message")
     expected = _outcome_ids(akc, 1)
     events = [(w, e) for w, e in turn_events(akc) if e["kind"] in kinds]
-    if not events:
-        raise ConformanceFailure(f"{kinds} of the run", "at least one", "none")
+    akc.evidence.require(f"{kinds} events of the run carrying a TurnInfo", events)
     first: dict[str, Any] | None = None
     for where, e in events:
         turn = require_turn(where, e.get("turn"))
@@ -322,9 +321,7 @@ def ident_then_tools_carry_turn(akc: ScenarioContext) -> None:
 @then("every hook dispatch and tool call of the run is of a top-level turn: depth 0, no parent")
 def ident_then_top_level(akc: ScenarioContext) -> None:
     """A top-level turn's TurnInfo has depth 0 and parent_turn_id null."""
-    events = turn_events(akc)
-    if not events:
-        raise ConformanceFailure("hook dispatches and tool calls", "at least one", "none")
+    events = akc.evidence.require("hook dispatches and tool calls of the run", turn_events(akc))
     for where, e in events:
         turn = normal_turn(e.get("turn"))
         if turn is None:
@@ -350,23 +347,44 @@ def ident_then_uuid7(akc: ScenarioContext) -> None:
     seen += [(f"id of journal session {i + 1}", s.id) for i, s in enumerate(journal.sessions)]
     seen += [(f"turn_id of journal turn {i + 1}", t.turn.turn_id) for i, t in enumerate(journal.turns)]
     seen += [(f"session_id of journal turn {i + 1}", t.turn.session_id) for i, t in enumerate(journal.turns)]
-    if not seen:
-        raise ConformanceFailure("ids of the run", "at least one session id and turn id", "none")
+    akc.evidence.require("session and turn ids the run showed", seen)
     for what, value in seen:
         problem = uuid7_problem(value)
         if problem:
             raise ConformanceFailure(what, "a UUID version 7 (RFC variant)", problem)
 
 
-def _increasing(what: str, labelled: list[tuple[str, str]]) -> None:
+def uuid7_ms(value: str) -> int:
+    """The 48-bit millisecond timestamp of a UUID v7."""
+    return uuid_int(value) >> 80
+
+
+def increasing_problem(
+    what: str, labelled: list[tuple[str, Any]], within_ms: bool = False
+) -> tuple[int, ConformanceFailure | None]:
+    """(how many consecutive pairs were compared, the first failure). Ids made in the same
+    millisecond are not compared (reading uuid7-same-millisecond: RFC 9562 lets the bits below
+    the millisecond be random; ``within_ms``: the kernel declared the monotonic reading, so they
+    are); a later id in a later millisecond must compare greater."""
+    compared = 0
     for (la, a), (lb, b) in zip(labelled, labelled[1:], strict=False):
         for label, value in ((la, a), (lb, b)):
             if uuid7_problem(value):
-                raise ConformanceFailure(f"{what}: {label}", "a UUID v7", value)
+                return compared, ConformanceFailure(f"{what}: {label}", "a UUID v7", value)
+        if uuid7_ms(a) == uuid7_ms(b) and not within_ms:
+            continue
+        compared += 1
         if not uuid_int(a) < uuid_int(b):
-            raise ConformanceFailure(
-                f"{what}: {lb} was created after {la}", f"an id sorting after {a}", b
-            )
+            return compared, ConformanceFailure(f"{what}: {lb} was created after {la}", f"an id sorting after {a}", b)
+    return compared, None
+
+
+def _increasing(akc: ScenarioContext, what: str, labelled: list[tuple[str, Any]]) -> None:
+    within_ms = akc.accepts("uuid7-same-millisecond") == {"monotonic"}
+    compared, failure = increasing_problem(what, labelled, within_ms)
+    if failure is not None:
+        raise failure
+    akc.evidence.require(f"{what} made in different milliseconds, compared", compared, mandatory=False)
 
 
 @then("the turn ids sort in the order the turns were created")
@@ -375,7 +393,8 @@ def ident_then_turn_order(akc: ScenarioContext) -> None:
     compares greater (as a UUID, i.e. its 128 bits)."""
     n = len(akc.scenario.user_messages)
     turns = [(f"the turn of message {k}", message_turn(akc, k).get("turn_id")) for k in range(1, n + 1)]
-    _increasing("turn ids", turns)
+    _increasing(akc, "turn ids", turns)
+    akc.evidence.saw(f"{n} turn ids")
 
 
 @then("the session ids sort in the order the sessions were created")
@@ -390,7 +409,8 @@ def ident_then_session_order(akc: ScenarioContext) -> None:
     sessions = [
         (f"session {label!r} (message {k})", message_turn(akc, k).get("session_id")) for label, k in firsts.items()
     ]
-    _increasing("session ids", sessions)
+    _increasing(akc, "session ids", sessions)
+    akc.evidence.saw(f"{len(sessions)} session ids")
 
 
 @then(parsers.re(r"the (?P<n>\d+) turns of the run have distinct turn ids and one session id$"))
@@ -409,6 +429,7 @@ def ident_then_distinct_turns(akc: ScenarioContext, n: str) -> None:
             turn_ids.append(turn["turn_id"])
         if turn["session_id"] not in session_ids:
             session_ids.append(turn["session_id"])
+    akc.evidence.require("turn ids the hooks saw", turn_ids)
     expect_equal(f"distinct turn ids over the {n} turns", int(n), len(turn_ids))
     expect_equal("distinct session ids of one session's turns", 1, len(session_ids))
     reported = [o.turn_id for o in akc.result.outcomes if o.turn_id]
@@ -419,9 +440,7 @@ def ident_then_distinct_turns(akc: ScenarioContext, n: str) -> None:
 @then(parsers.re(r'every TurnInfo of the run names the profile "(?P<profile_id>[^"]+)"$'))
 def ident_then_profile(akc: ScenarioContext, profile_id: str) -> None:
     """TurnInfo.profile_id is the id of the profile that runs the turn."""
-    events = turn_events(akc)
-    if not events:
-        raise ConformanceFailure("hook dispatches and tool calls", "at least one", "none")
+    events = akc.evidence.require("hook dispatches and tool calls of the run", turn_events(akc))
     for where, e in events:
         turn = normal_turn(e.get("turn")) or {}
         expect_equal(f"profile_id in the TurnInfo of {where}", profile_id, turn.get("profile_id"))
@@ -433,8 +452,7 @@ def ident_then_journal_ids(akc: ScenarioContext) -> None:
     session and turn ids of the turn it belongs to (by content: user message k, the answers and
     calls scripted for it). A turn's ids are the ones its outcome reports (else its hooks')."""
     journal = akc.result.journal
-    if not (journal.turns or journal.messages or journal.tool_calls):
-        raise ConformanceFailure("the journal", "records of the run's turns", "an empty journal")
+    akc.evidence.require("records in the journal", journal.turns + journal.messages + journal.tool_calls)
     n = len(akc.scenario.user_messages)
     turns = {k: stored_turn(akc, k) for k in range(1, n + 1)}
     by_id = {t.get("turn_id"): k for k, t in turns.items()}
@@ -558,3 +576,4 @@ def ident_then_each_turn_own_id(akc: ScenarioContext, what: str) -> None:
                 f"{turn_id} again (first at {group[0][0]})",
             )
         seen[turn_id] = k
+    akc.evidence.saw(f"{len(groups)} turns, each with its own turn id")

@@ -35,6 +35,7 @@ def journal_then_sessions(akc: ScenarioContext) -> None:
     firsts: dict[str, int] = {}
     for k, m in enumerate(akc.scenario.user_messages, start=1):
         firsts.setdefault(m.session, k)
+    akc.evidence.require("sessions stored in the journal", akc.result.journal.sessions)
     for label, k in firsts.items():
         session_id = stored_turn(akc, k).get("session_id")
         records = [s for s in akc.result.journal.sessions if s.id == session_id]
@@ -53,6 +54,7 @@ def journal_then_sessions(akc: ScenarioContext) -> None:
         if not own <= set(rec.tags):
             raise ConformanceFailure(f"tags of {where}", f"the session's tags {show(sorted(own))}", rec.tags)
         expect_equal(f"parent_session_id of {where}", None, rec.parent_session_id)
+    akc.evidence.saw(f"{len(firsts)} sessions created in the journal")
 
 
 @then("each turn is started in the journal with its TurnInfo")
@@ -75,6 +77,7 @@ def journal_then_turns_started(akc: ScenarioContext) -> None:
             expected_top_turn(akc, k),
         )
     expect_equal("turns stored in the journal", _message_count(akc), len(akc.result.journal.turns))
+    akc.evidence.require("turns started in the journal", akc.result.journal.turns)
 
 
 @then("every message of each turn is appended to the journal under that turn:")
@@ -91,7 +94,7 @@ def journal_then_messages(akc: ScenarioContext, datatable: list[list[str]]) -> N
     wanted: dict[int, list[tuple[str, str]]] = {}
     for row, want in zip(rows, described, strict=True):
         wanted.setdefault(int(row["turn"]), []).append(loosely(want))
-    records = akc.result.journal.messages
+    records = akc.evidence.require("messages stored in the journal", akc.result.journal.messages)
     for k, items in wanted.items():
         turn = stored_turn(akc, k)
         ids = (turn.get("session_id"), turn.get("turn_id"))
@@ -121,7 +124,7 @@ def journal_then_tool_calls(akc: ScenarioContext, datatable: list[list[str]]) ->
     """record_tool_call(TurnInfo, ToolCallRecord) for each listed call (table: call_id | name |
     args | risk | approval; an empty approval is not checked): its name, arguments, the result
     and error flag the model got, its risk, a duration and the approval decision."""
-    records = akc.result.journal.tool_calls
+    records = akc.evidence.require("tool calls recorded in the journal", akc.result.journal.tool_calls)
     for row in table_rows(datatable):
         call_id = row["call_id"]
         found = [r for r in records if r.call_id == call_id]
@@ -160,6 +163,7 @@ def journal_then_finished(akc: ScenarioContext) -> None:
         if not status:
             raise ConformanceFailure(f"status of the stored turn of message {k}", outcome.status, status)
         expect_equal(f"status of the stored turn of message {k}", outcome.status, status)
+        akc.evidence.saw(f"the turn of message {k} finished in the journal with {status!r}")
 
 
 @then(parsers.re(r'the turn of message (?P<k>\d+) is finished in the journal with status "(?P<status>[^"]+)"$'))
@@ -170,4 +174,5 @@ def journal_then_finished_with(akc: ScenarioContext, k: str, status: str) -> Non
     if not stored:
         raise ConformanceFailure(f"the stored turn of message {k}", "a stored turn", "none")
     expect_equal(f"status of the stored turn of message {k}", status, stored[-1].status)
+    akc.evidence.saw(f"the turn of message {k} finished in the journal with {status!r}")
 

@@ -111,9 +111,7 @@ def scripted_call(akc: ScenarioContext, call_id: str) -> dict[str, Any]:
 def msg_then_shapes(akc: ScenarioContext) -> None:
     """Each stored message is a JSON object with a role (user, assistant, tool_result; a system
     text is tolerated) in 001's shape for that role."""
-    records = akc.result.journal.messages
-    if not records:
-        raise ConformanceFailure("stored messages", "the conversation", "none")
+    records = akc.evidence.require("messages stored in the journal", akc.result.journal.messages)
     for i, rec in enumerate(records, start=1):
         try:
             parse_message(rec.message)
@@ -136,6 +134,7 @@ def msg_then_user(akc: ScenarioContext, text: str) -> None:
     users = stored(akc, "user")
     if not any(m.get("text") == text for m in users):
         raise ConformanceFailure("stored user messages", f"one with text {text!r}", users)
+    akc.evidence.saw(f"the user message {text!r} stored")
 
 
 @then(parsers.re(r'the assistant message asking for "(?P<ids>[^"]+)" is stored with each call\'s id, name and args$'))
@@ -155,6 +154,7 @@ def msg_then_tool_calls(akc: ScenarioContext, ids: str) -> None:
         if not isinstance(got.get("args"), dict):
             raise ConformanceFailure(f"args of stored tool call {exp['id']}", "a JSON object", got.get("args"))
         expect_equal(f"stored tool call {exp['id']}", exp, {k: got.get(k) for k in ("id", "name", "args")})
+    akc.evidence.saw(f"the assistant message asking for {', '.join(wanted)} stored")
 
 
 @then(parsers.re(r'the result of "(?P<call_id>[^"]+)" is stored with content "(?P<content>[^"]*)" and no error$'))
@@ -168,6 +168,7 @@ def msg_then_result_ok(akc: ScenarioContext, call_id: str, content: str) -> None
         {"call_id": call_id, "content": content, "is_error": False},
         {k: found[0].get(k) for k in ("call_id", "content", "is_error")},
     )
+    akc.evidence.saw(f"the result of {call_id} stored")
 
 
 @then(parsers.re(r'the result of "(?P<call_id>[^"]+)" is stored as an error$'))
@@ -179,6 +180,7 @@ def msg_then_result_error(akc: ScenarioContext, call_id: str) -> None:
     if not isinstance(found[0].get("content"), str):
         raise ConformanceFailure(f"content of the stored result of {call_id}", "a text", found[0].get("content"))
     expect_equal(f"is_error of the stored result of {call_id}", True, found[0].get("is_error"))
+    akc.evidence.saw(f"the result of {call_id} stored as an error")
 
 
 @then(parsers.re(r'the final answer "(?P<text>[^"]*)" is stored as an assistant message with its text$'))
@@ -187,6 +189,7 @@ def msg_then_final(akc: ScenarioContext, text: str) -> None:
     answers = [m for m in stored(akc, "assistant") if not m.get("tool_calls")]
     if not any(m.get("text") == text for m in answers):
         raise ConformanceFailure("stored final answers", f"one with text {text!r}", answers)
+    akc.evidence.saw(f"the final answer {text!r} stored")
 
 
 @then(parsers.re(r"the stored conversation of the session of message (?P<k>\d+) is:$"))
@@ -195,6 +198,8 @@ def msg_then_conversation(akc: ScenarioContext, k: str, datatable: list[list[str
     the results of one assistant message in any order among themselves). Compared by role and
     call ids: the texts are MSG-002's and MSG-005's."""
     expected = [loosely(r) for r in expected_rows(datatable)]
-    observed = [loose(r.message) for r in session_messages(akc, int(k))]
+    observed = akc.evidence.require(
+        f"messages stored in the session of message {k}", [loose(r.message) for r in session_messages(akc, int(k))]
+    )
     if blocks(expected) != blocks(observed):
         raise ConformanceFailure(f"the stored conversation of the session of message {k}", expected, observed)

@@ -33,8 +33,10 @@ def stored_session(akc: ScenarioContext, k: int) -> SessionRecord:
 @then(parsers.re(r"the journal holds exactly (?P<n>\d+) sessions?$"))
 def sess_then_session_count(akc: ScenarioContext, n: str) -> None:
     """Sessions created, counted in the journal (each created once)."""
+    akc.require_kernel_ran()
     sessions = akc.result.journal.sessions
     expect_equal("sessions stored in the journal", int(n), len(sessions))
+    akc.evidence.saw(f"{n} sessions stored")
     ids = [s.id for s in sessions]
     if len(set(ids)) != len(ids):
         raise ConformanceFailure("session records in the journal", "one record per session", ids)
@@ -44,6 +46,7 @@ def sess_then_session_count(akc: ScenarioContext, n: str) -> None:
 def sess_then_same_session(akc: ScenarioContext, k: str, j: str) -> None:
     """Both messages' turns ran in one session."""
     a, b = stored_turn(akc, int(j)), stored_turn(akc, int(k))
+    akc.evidence.require(f"the session of message {j}", a.get("session_id"))
     expect_equal(f"session_id of the turn of message {k}", a.get("session_id"), b.get("session_id"))
 
 
@@ -64,6 +67,7 @@ def sess_then_request_includes(akc: ScenarioContext, k: str, datatable: list[lis
         raise ConformanceFailure(
             f"the conversation in model request {k}", f"in this order: {show(expected)}", observed
         )
+    akc.evidence.saw(f"model request {k} holds the conversation in order")
 
 
 @then(
@@ -74,9 +78,9 @@ def sess_then_one_profile(akc: ScenarioContext, k: str, profile_id: str) -> None
     the TurnInfo of every hook and tool call) names that profile."""
     record = stored_session(akc, int(k))
     expect_equal(f"profile_id of the stored session {record.id}", profile_id, record.profile_id)
-    turns = [t.turn for t in akc.result.journal.turns if t.turn.session_id == record.id]
-    if not turns:
-        raise ConformanceFailure(f"stored turns of session {record.id}", "at least one", "none")
+    turns = akc.evidence.require(
+        f"stored turns of session {record.id}", [t.turn for t in akc.result.journal.turns if t.turn.session_id == record.id]
+    )
     for t in turns:
         expect_equal(f"profile_id of stored turn {t.turn_id} of session {record.id}", profile_id, t.profile_id)
     for where, e in turn_events(akc):
@@ -93,6 +97,7 @@ def sess_then_session_tags(akc: ScenarioContext, k: str, tags: str | None) -> No
     expected = sorted(set(split_tags(tags or "")))
     if sorted(set(record.tags)) != expected:
         raise ConformanceFailure(f"tags of the stored session of message {k}", expected, record.tags)
+    akc.evidence.saw(f"the session of message {k} stored with its tags")
 
 
 @then(parsers.re(r"the session of message (?P<k>\d+) is titled with the first 60 characters of its first message$"))
@@ -104,6 +109,7 @@ def sess_then_title(akc: ScenarioContext, k: str) -> None:
     if len(first.text) <= TITLE_CHARS:
         raise HarnessError("make the first message longer than 60 characters")
     expect_equal(f"title of the session of message {k}", first.text[:TITLE_CHARS], record.title)
+    akc.evidence.saw(f"the session of message {k} titled {record.title!r}")
 
 
 @then(parsers.re(r'the session of message (?P<k>\d+) is stored with the tag "(?P<tag>[^"]+)" among its tags$'))
@@ -112,7 +118,63 @@ def sess_then_session_has_tag(akc: ScenarioContext, k: str, tag: str) -> None:
     record = stored_session(akc, int(k))
     if tag not in record.tags:
         raise ConformanceFailure(f"tags of the stored session of message {k}", f"{tag!r} among them", record.tags)
+    akc.evidence.saw(f"the session of message {k} stored with {tag!r}")
 
 
 def session_of(akc: ScenarioContext, session_id: Any) -> SessionRecord | None:
     return next((s for s in akc.result.journal.sessions if s.id == session_id), None)
+
+
+# ============================================================================ child sessions
+
+
+def _goal(akc: ScenarioContext, call_id: str) -> str:
+    goal = next(
+        ((c.args or {}).get("goal") for r in akc.scenario.model.responses for c in r.tool_calls if c.id == call_id),
+        None,
+    )
+    if not isinstance(goal, str):
+        raise HarnessError(f"the call {call_id!r} has no goal argument")
+    return goal
+
+
+def child_session_record(akc: ScenarioContext, call_id: str) -> SessionRecord:
+    """The stored session of the one delegation of the scenario: the session a depth-1 TurnInfo
+    names, else the only stored session besides the parent's (found without reading any hook
+    payload, whose shape is open)."""
+    akc.require_call_served(call_id)
+    parent = stored_turn(akc, 1).get("session_id")
+    child_ids = {
+        (normal_turn(e.get("turn")) or {}).get("session_id")
+        for _, e in turn_events(akc)
+        if (normal_turn(e.get("turn")) or {}).get("depth") == 1
+    }
+    records = [s for s in akc.result.journal.sessions if s.id in child_ids and s.id != parent]
+    if not records:
+        records = [s for s in akc.result.journal.sessions if s.id != parent]
+    akc.evidence.require(f"a child session stored for the delegation {call_id}", records)
+    if len(records) != 1:
+        raise ConformanceFailure(f"child sessions of the delegation {call_id}", "one", [r.id for r in records])
+    return records[0]
+
+
+@then(parsers.re(r'the child session of "(?P<call_id>[^"]+)" is stored as a subagent session of the parent\'s$'))
+def sess_then_child_record(akc: ScenarioContext, call_id: str) -> None:
+    """NewSession of a child agent: source ``subagent``, parent_session_id = the delegating
+    turn's session. Evidence: the delegation was asked for and a child session was stored."""
+    record = child_session_record(akc, call_id)
+    expect_equal(f"source of the child session {record.id}", "subagent", record.source)
+    expect_equal(
+        f"parent_session_id of the child session {record.id}", stored_turn(akc, 1).get("session_id"), record.parent_session_id
+    )
+    akc.evidence.saw(f"child session {record.id} stored with source subagent and its parent")
+
+
+@then(parsers.re(r'the child session of "(?P<call_id>[^"]+)" is titled with its whole goal$'))
+def sess_then_child_title(akc: ScenarioContext, call_id: str) -> None:
+    """A child session is titled with its goal — all of it: the 60-character cut is for a new
+    session's first message, not for a goal."""
+    goal = _goal(akc, call_id)
+    record = child_session_record(akc, call_id)
+    expect_equal(f"title of the child session {record.id}", goal, record.title)
+    akc.evidence.saw(f"child session titled with its {len(goal)}-character goal")

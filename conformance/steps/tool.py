@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_bdd import parsers, then
+from pytest_bdd import given, parsers, then
 
-from conformance.errors import ConformanceFailure, expect_equal, show
+from conformance.errors import ConformanceFailure, HarnessError, expect_equal, show
 from conformance.steps.common import ScenarioContext, split_ids
 from conformance.steps.turn import parse_json
 
@@ -53,6 +53,13 @@ def tool_event(akc: ScenarioContext, kind: str, call_id: str) -> dict[str, Any]:
     return found[0]
 
 
+@given(parsers.re(r'the first of the calls "(?P<ids>[^"]+)" to start is held until another starts$'))
+def given_hold_first(akc: ScenarioContext, ids: str) -> None:
+    """Calls that must not overlap: whichever starts first waits (under a timeout) for another to
+    start, so overlapping calls always overlap in the log; calls run one at a time just wait."""
+    akc.scenario.hold_first.append(split_ids(ids))
+
+
 # ========================================================================== Then: results the model gets
 
 
@@ -64,10 +71,12 @@ def tool_event(akc: ScenarioContext, kind: str, call_id: str) -> dict[str, Any]:
 def then_tool_result_content(akc: ScenarioContext, k: str, err: str | None, call_id: str, content: str) -> None:
     """The tool_result of this call in model request k has exactly this text (and, with "error",
     is marked as an error)."""
+    akc.require_call_served(call_id)
     result = tool_result(akc, int(k), call_id)
     expect_equal(f"content of the tool result for {call_id} in model request {k}", content, result.get("content"))
     if err:
         expect_equal(f"is_error of the tool result for {call_id} in model request {k}", True, result.get("is_error"))
+    akc.evidence.saw(f"the tool result of {call_id} in model request {k}")
 
 
 # ========================================================================== Then: hooks per call
@@ -76,6 +85,8 @@ def then_tool_result_content(akc: ScenarioContext, k: str, err: str | None, call
 @then(parsers.re(r'"(?P<point>[^"]+)" was dispatched (?P<n>\d+) times? for call "(?P<call_id>[^"]+)"$'))
 def then_point_count_for_call(akc: ScenarioContext, point: str, n: str, call_id: str) -> None:
     """This point was dispatched exactly n times with a payload naming this call."""
+    akc.require_call_served(call_id)
+    akc.evidence.saw(f"{point} dispatched {n} times for call {call_id}")
     expect_equal(f"dispatches of {point} for call {call_id}", int(n), len(call_dispatches(akc, point, call_id)))
 
 
@@ -86,6 +97,7 @@ def then_call_payload(akc: ScenarioContext, point: str, call_id: str, fields: st
     payload = one_dispatch(akc, point, call_id)["payload"]
     for key, value in expected.items():
         expect_equal(f"{key!r} of the {point} payload for call {call_id}", value, payload.get(key, "<missing>"))
+    akc.evidence.saw(f"the {point} payload for call {call_id}")
 
 
 @then(
@@ -105,6 +117,7 @@ def then_call_hook_vs_tool(akc: ScenarioContext, point: str, call_id: str, rel: 
         end = tool_event(akc, "tool_end", tool_id)
         if hook["seq"] < end["seq"]:
             raise ConformanceFailure(f"{point} for call {call_id}", f"after tool {tool_id} ended", "before it ended")
+    akc.evidence.saw(f"{point} for call {call_id} {rel}")
 
 
 @then(parsers.re(r'for call "(?P<call_id>[^"]+)", "(?P<a>[^"]+)" was dispatched before "(?P<b>[^"]+)"$'))
@@ -113,6 +126,7 @@ def then_call_hook_order(akc: ScenarioContext, call_id: str, a: str, b: str) -> 
     first, second = one_dispatch(akc, a, call_id), one_dispatch(akc, b, call_id)
     if first["seq"] > second["seq"]:
         raise ConformanceFailure(f"hooks for call {call_id}", f"{a} before {b}", f"{b} before {a}")
+    akc.evidence.saw(f"for call {call_id}, {a} before {b}")
 
 
 # ========================================================================== Then: the tool itself
@@ -123,17 +137,25 @@ def then_tool_args(akc: ScenarioContext, call_id: str, args: str) -> None:
     """The harness's tool was invoked for this call with exactly these arguments."""
     start = tool_event(akc, "tool_start", call_id)
     expect_equal(f"arguments tool {call_id} received", parse_json(args, "tool args"), start["args"])
+    akc.evidence.saw(f"tool {call_id} received {args}")
 
 
 @then(parsers.re(r'call "(?P<call_id>[^"]+)" ran the tool "(?P<name>[^"]+)"$'))
 def then_call_ran_tool(akc: ScenarioContext, call_id: str, name: str) -> None:
     """The tool invoked for this call is the one registered under this name."""
     expect_equal(f"tool invoked for call {call_id}", name, tool_event(akc, "tool_start", call_id)["name"])
+    akc.evidence.saw(f"call {call_id} ran the tool {name}")
 
 
 @then("the tool calls ran one at a time")
 def then_one_at_a_time(akc: ScenarioContext) -> None:
-    """Every tool ended before the next one started (no overlap of start/end in the log)."""
+    """Every tool ended before the next one started (no overlap of start/end in the log), in
+    whatever order the kernel ran them (reading sequential-order). The scenario holds the first
+    call to start until another starts (``hold_first``), so a kernel that overlaps them always
+    shows it."""
+    served = akc.evidence.require("tool calls the model asked for", akc.served_calls())
+    if not akc.scenario.hold_first:
+        raise HarnessError("hold the first call until another starts (Given the first call to start is held ...)")
     running: str | None = None
     for e in akc.events("tool_start", "tool_end"):
         if e["kind"] == "tool_start":
@@ -144,6 +166,7 @@ def then_one_at_a_time(akc: ScenarioContext) -> None:
             running = None
     if len(akc.tool_starts()) < 2:
         raise ConformanceFailure("tool calls that ran", "at least two", len(akc.tool_starts()))
+    akc.evidence.saw(f"{len(akc.tool_starts())} of {len(served)} calls ran, one at a time")
 
 
 # ========================================================================== Then: the approver
@@ -167,6 +190,7 @@ def then_approver_asked(akc: ScenarioContext, call_id: str, prompt: str, before:
         start = tool_event(akc, "tool_start", call_id)
         if asked[0]["seq"] > start["seq"]:
             raise ConformanceFailure(f"the approver, about call {call_id}", "asked before the tool ran", "asked after it started")
+    akc.evidence.saw(f"the approver was asked about call {call_id}")
 
 
 # ========================================================================== Then: the journal
@@ -179,7 +203,7 @@ def _records(akc: ScenarioContext, call_id: str) -> list[Any]:
 @then(parsers.re(r'the journal stores each of the tool calls "(?P<ids>[^"]+)" once$'))
 def then_calls_stored_once(akc: ScenarioContext, ids: str) -> None:
     """Each of these call ids has exactly one ToolCallRecord."""
-    stored = [r.call_id for r in akc.result.journal.tool_calls]
+    stored = akc.evidence.require("tool calls the journal stored", [r.call_id for r in akc.result.journal.tool_calls])
     for call_id in split_ids(ids):
         expect_equal(f"stored records of tool call {call_id} (stored: {show(stored)})", 1, stored.count(call_id))
 
@@ -193,4 +217,66 @@ def then_call_approval(akc: ScenarioContext, call_id: str, decision: str) -> Non
     approval = records[0].approval
     if approval is None or decision.lower() not in str(approval).lower():
         raise ConformanceFailure(f"approval stored with tool call {call_id}", decision, approval)
+    akc.evidence.saw(f"call {call_id} stored with the approval {approval!r}")
+
+
+# ========================================================================== Then: post_tool_call, payload free
+
+
+def call_anchors(akc: ScenarioContext) -> dict[str, int]:
+    """For every call the model asked for: the log seq after which its post_tool_call is due — its
+    tool's end if the tool ran, else its pre_tool_call dispatch (000 fixes that payload: it names
+    the call), else the model response that asked for it."""
+    served = akc.evidence.require("tool calls the model asked for", akc.served_calls())
+    anchors: dict[str, int] = {}
+    for c in served:
+        cid = c["id"]
+        ends = [e["seq"] for e in akc.events("tool_end") if e["call_id"] == cid]
+        pre = [e["seq"] for e in call_dispatches(akc, "pre_tool_call", cid)]
+        asked = [e["seq"] for e in akc.events("model_response") if any(ch.get("id") == cid for ch in e["chunks"])]
+        anchors[cid] = (ends or pre or asked or [0])[-1]
+    return anchors
+
+
+@then(parsers.re(r'"(?P<point>[^"]+)" fired once per call, after the call\'s tool ended or was refused$'))
+def then_once_per_call_after(akc: ScenarioContext, point: str) -> None:
+    """As many dispatches of this point as calls the model asked for, and they can be paired one
+    to one with the calls so that each comes after its call's tool ended (or, for a call that
+    did not run, after its pre_tool_call). The payload is free (reading post-tool-call-payload):
+    a payload naming a call ties the dispatch to that call, otherwise any pairing is accepted."""
+    anchors = call_anchors(akc)
+    dispatches = akc.hook_dispatches(point)
+    expect_equal(f"dispatches of {point} ({len(anchors)} calls)", len(anchors), len(dispatches))
+    free: list[int] = []
+    for e in dispatches:
+        payload = e["payload"] if isinstance(e["payload"], dict) else {}
+        call = payload.get("call") if isinstance(payload.get("call"), dict) else {}
+        named = next((c for c in (payload.get("call_id"), payload.get("id"), call.get("id")) if c in anchors), None)
+        if named is not None:
+            if e["seq"] < anchors[named]:
+                raise ConformanceFailure(f"{point} for call {named}", "after its tool ended (or was refused)", "before")
+            anchors.pop(named)
+        else:
+            free.append(e["seq"])
+    # Hall's condition for "each remaining call gets its own dispatch after its anchor".
+    for k, anchor in enumerate(sorted(anchors.values(), reverse=True), start=1):
+        if sum(1 for seq in free if seq > anchor) < k:
+            raise ConformanceFailure(
+                f"{point} dispatches", "one after each call's tool ended (or was refused)",
+                f"only {sum(1 for seq in free if seq > anchor)} after log seq {anchor}, {k} calls due by then",
+            )
+    akc.evidence.saw(f"{point} fired {len(dispatches)} times, once per call, each after its tool")
+
+
+@then(parsers.re(r'every "(?P<b>[^"]+)" dispatch comes after one more "(?P<a>[^"]+)" dispatch$'))
+def then_each_after_one_more(akc: ScenarioContext, a: str, b: str) -> None:
+    """The i-th dispatch of ``b`` has at least i dispatches of ``a`` before it: per call, ``a``
+    fires before ``b``, whatever the payloads say."""
+    bs = akc.evidence.require(f"dispatches of {b}", akc.hook_dispatches(b))
+    a_seqs = [e["seq"] for e in akc.hook_dispatches(a)]
+    for i, e in enumerate(bs, start=1):
+        before = sum(1 for s in a_seqs if s < e["seq"])
+        if before < i:
+            raise ConformanceFailure(f"dispatch {i} of {b}", f"after {i} dispatches of {a}", f"after {before}")
+    akc.evidence.saw(f"each {b} after its {a}")
 

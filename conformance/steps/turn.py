@@ -16,6 +16,7 @@ from pytest_bdd import given, parsers, then
 from conformance.errors import (
     ConformanceFailure,
     HarnessError,
+    Incomplete,
     expect_equal,
     expect_order,
     show,
@@ -142,6 +143,14 @@ def contains_text(value: Any, needle: str) -> bool:
     return needle in json.dumps(value, ensure_ascii=False, default=str)
 
 
+def require_text_handed_over(akc: ScenarioContext, text: str) -> None:
+    """Evidence for a "never stored / not sent" check about ``text``: the harness handed the
+    kernel this text — a scripted hook returned it, or the model streamed it."""
+    handed = [e for e in akc.events("hook") if contains_text(e.get("outcome"), text)]
+    handed += [e for e in akc.events("model_response") if contains_text(e.get("chunks"), text)]
+    akc.evidence.require(f"the kernel was handed {text!r} (by a hook or the model)", handed)
+
+
 # ========================================================================== Given
 
 
@@ -154,28 +163,57 @@ def given_system_prompt(akc: ScenarioContext, text: str) -> None:
 # ========================================================================== Then: the session lock
 
 
+@given(parsers.re(r'the call "(?P<call_id>[^"]+)" is held until message (?P<k>\d+) is submitted$'))
+def given_hold_until_submitted(akc: ScenarioContext, call_id: str, k: str) -> None:
+    """The tool call does not finish before the harness submitted user message k (1-based): the
+    turn running it is certainly still running when that message arrives."""
+    akc.merge({"calls": {call_id: {"hold_until_submitted": int(k) - 1}}})
+
+
+def turn_span(akc: ScenarioContext, turn_id: str) -> tuple[int, int]:
+    """(first, last) log seq of a turn: from its first hook, model call or tool event to its
+    on_session_end (or, if a kernel never dispatches it — TURN-020's matter — its last event)."""
+    events = [e for e in akc.events(*TURN_EVENTS) if event_turn_id(e) == turn_id]
+    ends = [e["seq"] for e in akc.hook_dispatches("on_session_end") if event_turn_id(e) == turn_id]
+    return events[0]["seq"], (ends[-1] if ends else events[-1]["seq"])
+
+
 @then("the turns of the messages did not overlap")
 def then_turns_serialised(akc: ScenarioContext) -> None:
-    """Each top-level turn's hooks, model calls and tools all come after the previous turn's
-    on_session_end: one turn per session at a time."""
+    """The harness submitted a later message while an earlier turn of the session was running
+    (its ``submit`` event lies inside that turn); no turn's hooks, model calls or tools come
+    before the on_session_end of a turn that started earlier: one turn per session at a time
+    (in whichever order the kernel takes the waiting messages)."""
+    akc.require_kernel_ran()
     ids = top_level_turn_ids(akc)
-    if len(ids) < 2:
-        raise ConformanceFailure("turns in the log", "two turns", f"{len(ids)}")
+    if len(ids) < len(akc.scenario.user_messages):
+        raise ConformanceFailure("turns in the log", f"{len(akc.scenario.user_messages)} turns", f"{len(ids)}")
+    spans = {tid: turn_span(akc, tid) for tid in ids}
+    submits = akc.evidence.require(
+        "user-message submissions the harness recorded (run_user_messages with the doubles)",
+        [e for e in akc.events("submit") if e["message"] > 0],
+        mandatory=False,
+    )
+    akc.evidence.require(
+        "a user message submitted while an earlier turn of its session was running",
+        [e for e in submits if any(a < e["seq"] < b for a, b in spans.values())],
+        mandatory=False,
+    )
     events = akc.events(*TURN_EVENTS)
-    for first, second in zip(ids, ids[1:], strict=False):
-        # The first turn ends with its on_session_end (or, if a kernel never dispatches it — a
-        # TURN-020 matter, not this one — with its last logged event).
-        ends = [e for e in akc.hook_dispatches("on_session_end") if event_turn_id(e) == first]
-        end_seq = ends[-1]["seq"] if ends else max(e["seq"] for e in events if event_turn_id(e) == first)
-        early = [e for e in events if event_turn_id(e) == second and e["seq"] < end_seq]
-        if early:
-            e = early[0]
-            what = e.get("point") or e["kind"]
-            raise ConformanceFailure(
-                "the second turn of the session",
-                "its first hook or model call after the first turn's on_session_end",
-                f"{what} of the second turn before the first turn's on_session_end (log seq {e['seq']} < {end_seq})",
-            )
+    ordered = sorted(ids, key=lambda t: spans[t][0])
+    for i, first in enumerate(ordered):
+        end = spans[first][1]
+        for second in ordered[i + 1 :]:
+            early = [e for e in events if event_turn_id(e) == second and e["seq"] < end]
+            if early:
+                e = early[0]
+                what = e.get("point") or e["kind"]
+                raise ConformanceFailure(
+                    "a later turn of the session",
+                    "its first hook or model call after the earlier turn's on_session_end",
+                    f"{what} of turn {second} before the on_session_end of turn {first} (log seq {e['seq']} < {end})",
+                )
+    akc.evidence.saw(f"{len(ids)} turns of one session ran one after the other")
 
 
 # ========================================================================== Then: history, user message
@@ -186,6 +224,7 @@ def then_conversation(akc: ScenarioContext, k: str, datatable: Any = None, docst
     """The non-system messages of model request k, in order (``user: text``, ``assistant: text``,
     ``assistant: calls id``, ``tool_result: id``)."""
     observed = [project(m) for m in conversation(akc.model_request(int(k)))]
+    akc.evidence.require(f"messages in model request {k}", observed)
     expect_order(f"conversation in model request {k}", list_items(datatable, docstring), observed)
 
 
@@ -194,12 +233,14 @@ def then_request_ends_with_user(akc: ScenarioContext, k: str, text: str) -> None
     """The last non-system message of model request k is this user message."""
     conv = conversation(akc.model_request(int(k)))
     expect_equal(f"last message of model request {k}", f"user: {text}", project(conv[-1]) if conv else None)
+    akc.evidence.saw(f"model request {k} ends with the user message {text!r}")
 
 
 @then(parsers.re(r'the stored messages of message (?P<k>\d+) start with the user message "(?P<text>[^"]*)"$'))
 def then_stored_starts_with_user(akc: ScenarioContext, k: str, text: str) -> None:
     """The first message stored for user message k's turn is that user message."""
     stored = [project(m) for m in stored_messages(akc, int(k))]
+    akc.evidence.require(f"messages stored for user message {k}", stored)
     expect_equal(
         f"first stored message of user message {k}'s turn (stored: {show(stored)})",
         f"user: {text}",
@@ -211,12 +252,16 @@ def then_stored_starts_with_user(akc: ScenarioContext, k: str, text: str) -> Non
 def then_stored_assistant(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """The assistant messages stored for user message k's turn, in storing order."""
     observed = [project(m) for m in stored_messages(akc, int(k)) if m.get("role") == "assistant"]
+    akc.evidence.require(f"assistant messages stored for user message {k}", observed)
     expect_order(f"assistant messages stored for user message {k}", list_items(datatable, docstring), observed)
 
 
 @then(parsers.re(r'no stored message contains "(?P<text>[^"]+)"$'))
 def then_not_stored(akc: ScenarioContext, text: str) -> None:
-    """No message of the journal holds this text (anywhere in its JSON)."""
+    """No message of the journal holds this text (anywhere in its JSON). Evidence: a hook
+    handed the kernel this text, and the journal stored the conversation."""
+    require_text_handed_over(akc, text)
+    akc.evidence.require("messages the journal stored", stored_messages(akc))
     hits = [project(m) for m in stored_messages(akc) if contains_text(m, text)]
     if hits:
         raise ConformanceFailure(f"stored messages containing {text!r}", "none", hits)
@@ -227,6 +272,9 @@ def then_request_contains(akc: ScenarioContext, k: str, neg: str, text: str) -> 
     """Whether this text occurs anywhere in model request k's messages."""
     messages = all_messages(akc.model_request(int(k)))
     found = [project(m) for m in messages if contains_text(m, text)]
+    if neg != "contains":
+        require_text_handed_over(akc, text)
+    akc.evidence.saw(f"model request {k} {neg} {text!r}")
     if neg == "contains" and not found:
         raise ConformanceFailure(f"model request {k}", f"a message containing {text!r}", [project(m) for m in messages])
     if neg != "contains" and found:
@@ -255,9 +303,7 @@ def _system_texts(request: dict[str, Any]) -> list[tuple[int | None, str]]:
 def then_system_prompt(akc: ScenarioContext, text: str) -> None:
     """Each request has a system text (a system message or request-level system text) holding
     the stable tier, before the first user message."""
-    requests = akc.model_requests()
-    if not requests:
-        raise ConformanceFailure("model requests", "at least one", "none")
+    requests = akc.require_kernel_ran()
     for k, request in enumerate(requests, 1):
         hits = [pos for pos, t in _system_texts(request) if text in t]
         if not hits:
@@ -276,35 +322,37 @@ def then_system_prompt(akc: ScenarioContext, text: str) -> None:
 # ========================================================================== Then: pre_llm_call context
 
 
-@then(
-    parsers.re(
-        r'in model request (?P<k>\d+), "(?P<ctx>[^"]+)" comes after the history and in front of '
-        r'the user message "(?P<user>[^"]*)"$'
-    )
-)
+@then(parsers.re(r'in model request (?P<k>\d+), "(?P<ctx>[^"]+)" comes in front of the user message "(?P<user>[^"]*)"$'))
 def then_context_in_front(akc: ScenarioContext, k: str, ctx: str, user: str) -> None:
-    """pre_llm_call's context sits between the earlier conversation and the turn's user message:
-    in a message of its own right there, or at the start of the user message's text."""
-    messages = all_messages(akc.model_request(int(k)))
+    """pre_llm_call's context is in the request before the user message's text (reading
+    pre-llm-call-context, all accepted): a message of its own before the user message, a prefix
+    of the user message's text, or system text (a system message before it or request-level)."""
+    require_text_handed_over(akc, ctx)
+    request = akc.model_request(int(k))
+    messages = all_messages(request)
     shown = [project(m) for m in messages]
     users = [i for i, m in enumerate(messages) if m.get("role") == "user" and message_text(m).endswith(user)]
     if not users:
         raise ConformanceFailure(f"model request {k}", f"the user message {user!r}", shown)
     u = users[-1]
     own = message_text(messages[u])
+    accepted = akc.accepts("pre-llm-call-context")
+    places = []
     if ctx in own and own.index(ctx) < own.rindex(user):
-        return
-    # Earlier conversation: the last non-system message before the user message that is not the context.
-    before = [i for i in range(u) if messages[i].get("role") != "system" and ctx not in message_text(messages[i])]
-    last_history = before[-1] if before else -1
-    holders = [i for i in range(last_history + 1, u) if contains_text(messages[i], ctx)]
-    if not holders:
+        places.append("prefix")
+    if any(messages[i].get("role") != "system" and contains_text(messages[i], ctx) for i in range(u)):
+        places.append("separate-message")
+    if any(ctx in t for pos, t in _system_texts(request) if pos is None or pos < u):
+        places.append("system")
+    found = [p for p in places if p in accepted]
+    if not found:
         where = [project(m) for m in messages if contains_text(m, ctx)]
         raise ConformanceFailure(
             f"place of the pre_llm_call context in model request {k}",
-            f"{ctx!r} after the earlier messages and in front of {user!r}",
+            f"{ctx!r} in front of {user!r} ({' or '.join(sorted(accepted))})",
             f"found in {show(where)}; request: {show(shown)}",
         )
+    akc.evidence.saw(f"the context {ctx!r} in front of the user message {user!r} ({found[0]})")
 
 
 # ========================================================================== Then: hooks per turn
@@ -314,7 +362,8 @@ def then_context_in_front(akc: ScenarioContext, k: str, ctx: str, user: str) -> 
 def then_point_count_in_turn(akc: ScenarioContext, point: str, n: str, k: str) -> None:
     """This point was dispatched exactly n times in user message k's turn."""
     akc._check_point(point)
-    count = sum(1 for e in turn_hooks(akc, int(k)) if e["point"] == point)
+    hooks = akc.evidence.require(f"hook dispatches in the turn of message {k}", turn_hooks(akc, int(k)))
+    count = sum(1 for e in hooks if e["point"] == point)
     expect_equal(f"dispatches of {point} in the turn of message {k}", int(n), count)
 
 
@@ -331,6 +380,7 @@ def then_first_dispatch_order(akc: ScenarioContext, k: str, datatable: Any = Non
         raise ConformanceFailure(f"hook points of the turn of message {k}", f"{show(wanted)} dispatched", f"no {show(missing)}")
     observed = sorted(wanted, key=lambda p: firsts[p])
     expect_order(f"first dispatches in the turn of message {k}", wanted, observed)
+    akc.evidence.saw(f"first dispatches in the turn of message {k}: {', '.join(observed)}")
 
 
 @then(parsers.re(r'in the turn of message (?P<k>\d+), "(?P<point>[^"]+)" fires before the first model call$'))
@@ -347,6 +397,7 @@ def then_before_first_model_call(akc: ScenarioContext, k: str, point: str) -> No
             "dispatched before the first model call",
             "not dispatched" if not hooks else f"dispatched after it (log seq {late} > {calls[0]['seq']})",
         )
+    akc.evidence.saw(f"{point} dispatched {len(hooks)} times before the first model call of message {k}")
 
 
 @then(parsers.re(r'the "(?P<point>[^"]+)" payload has "(?P<key>[^"]+)" equal to (?P<value>.+)$'))
@@ -354,9 +405,7 @@ def then_payload_field(akc: ScenarioContext, point: str, key: str, value: str) -
     """Every dispatch of this point (as the first hook of its chain saw it) has this field value."""
     akc._check_point(point)
     expected = parse_json(value, "payload value")
-    dispatches = akc.hook_dispatches(point)
-    if not dispatches:
-        raise ConformanceFailure(f"dispatches of {point}", "at least one", "none")
+    dispatches = akc.evidence.require(f"dispatches of {point}", akc.hook_dispatches(point))
     for e in dispatches:
         payload = e["payload"] if isinstance(e["payload"], dict) else {}
         expect_equal(f"{key!r} of the {point} payload", expected, payload.get(key, "<missing>"))
@@ -371,7 +420,7 @@ def then_api_hooks_around_calls(akc: ScenarioContext) -> None:
     hooks = [e for e in akc.hook_dispatches() if e["point"] in ("pre_api_request", "post_api_request")]
     merged = sorted(hooks + akc.events("model_request"), key=lambda e: e["seq"])
     tokens = ["model call" if e["kind"] == "model_request" else e["point"] for e in merged]
-    n = tokens.count("model call")
+    n = len(akc.require_kernel_ran())
     expect_order("pre_api_request / model call / post_api_request", ["pre_api_request", "model call", "post_api_request"] * n, tokens)
 
 
@@ -384,9 +433,11 @@ def then_api_hooks_around_calls(akc: ScenarioContext) -> None:
 def then_failure_hooks(akc: ScenarioContext) -> None:
     """After the failing model call (and before any later one): api_request_error then
     transform_api_error_classification, and no post_api_request."""
-    errors = akc.events("model_error")
-    if not errors:
+    if not any(r.error is not None for r in akc.scenario.model.responses):
         raise HarnessError("the scenario scripts no model failure")
+    akc.require_kernel_ran()
+    # A kernel that never reaches the failing call fails: the scenario's model calls are all due.
+    errors = akc.evidence.require("the scripted failing model call was made", akc.events("model_error"))
     failed = errors[0]["index"]
     requests = akc.events("model_request")
     start = next(e["seq"] for e in requests if e["index"] == failed)
@@ -397,16 +448,25 @@ def then_failure_hooks(akc: ScenarioContext) -> None:
     expect_order(
         "hooks after the failed model call", ["api_request_error", "transform_api_error_classification"], points
     )
+    akc.evidence.saw("api_request_error, then transform_api_error_classification after the failed call")
 
 
 # ========================================================================== Then: the end of a turn
 
 
 @then(parsers.re(r"on_session_end is the last hook of the turn of message (?P<k>\d+) and carries its stored status$"))
+def then_session_end_last_stored(akc: ScenarioContext, k: str) -> None:
+    """The older wording (used by other areas' features): the last hook, and the final status
+    stored before it fired. The payload is free (reading session-end-payload)."""
+    then_session_end_last(akc, k)
+    then_status_stored_before_session_end(akc, k)
+
+
+@then(parsers.re(r"on_session_end is the last hook of the turn of message (?P<k>\d+)$"))
 def then_session_end_last(akc: ScenarioContext, k: str) -> None:
-    """on_session_end fires once in the turn, after every other hook of it, and its payload's status
-    is the status the journal stored for the turn."""
-    hooks = turn_hooks(akc, int(k))
+    """on_session_end fires once in the turn, after every other hook of it, and nothing of the
+    turn happens after it. Its payload is free (reading session-end-payload)."""
+    hooks = akc.evidence.require(f"hook dispatches in the turn of message {k}", turn_hooks(akc, int(k)))
     ends = [e for e in hooks if e["point"] == "on_session_end"]
     expect_equal(f"dispatches of on_session_end in the turn of message {k}", 1, len(ends))
     expect_equal(f"last hook of the turn of message {k}", "on_session_end", hooks[-1]["point"])
@@ -414,18 +474,51 @@ def then_session_end_last(akc: ScenarioContext, k: str) -> None:
     late = [e for e in turn_model_calls if e["seq"] > ends[0]["seq"]]
     if late:
         raise ConformanceFailure(f"the turn of message {k}", "nothing after on_session_end", f"{late[0]['kind']} after it")
-    payload = ends[0]["payload"] if isinstance(ends[0]["payload"], dict) else {}
-    expect_equal(
-        f"status in on_session_end's payload (message {k}) vs. the stored status",
-        stored_status(akc, int(k)),
-        payload.get("status", "<missing>"),
+    akc.evidence.saw(f"on_session_end ended the turn of message {k}")
+
+
+def journal_writes(akc: ScenarioContext) -> list[dict[str, Any]]:
+    """The journal writes the adapter reported on the event log; none at all: the checks resting on
+    them are incomplete ("journal writes not observable"), never passed."""
+    writes = akc.events("journal_write")
+    if not writes:
+        raise Incomplete("journal writes not observable: the adapter reports none (Doubles.journal_write)")
+    return writes
+
+
+@then(parsers.re(r"the final status of message (?P<k>\d+) was stored before on_session_end fired$"))
+def then_status_stored_before_session_end(akc: ScenarioContext, k: str) -> None:
+    """000: "The final status is stored, then on_session_end fires" — on the harness's one
+    ordered log, a finish_turn write of the turn carrying the status the journal finally holds
+    comes before the turn's on_session_end dispatch."""
+    writes = journal_writes(akc)
+    tid = turn_id_of(akc, int(k))
+    ends = akc.evidence.require(
+        f"on_session_end dispatched in the turn of message {k}",
+        [e for e in akc.hook_dispatches("on_session_end") if event_turn_id(e) == tid],
     )
+    finishes = akc.evidence.require(
+        f"finish_turn writes of the turn of message {k}",
+        [w for w in writes if w["op"] == "finish_turn" and event_turn_id(w) == tid],
+    )
+    final = stored_status(akc, int(k))
+    before = [w for w in finishes if w["seq"] < ends[0]["seq"]]
+    statuses = [(w.get("record") or {}).get("status") for w in before]
+    if final not in statuses:
+        raise ConformanceFailure(
+            f"the final status of the turn of message {k} ({final!r})",
+            "stored (finish_turn) before on_session_end was dispatched",
+            f"stored before it: {show(statuses)}; after it: "
+            f"{show([(w.get('record') or {}).get('status') for w in finishes if w['seq'] > ends[0]['seq']])}",
+        )
+    akc.evidence.saw(f"status {final!r} stored, then on_session_end (message {k})")
 
 
 @then(parsers.re(r'the stored status of message (?P<k>\d+) is "(?P<status>[^"]+)"$'))
 def then_stored_status(akc: ScenarioContext, k: str, status: str) -> None:
     """The journal holds this final status for user message k's turn."""
     expect_equal(f"stored status of the turn of message {k}", status, stored_status(akc, int(k)))
+    akc.evidence.saw(f"the journal holds status {status!r} for the turn of message {k}")
 
 
 @then(parsers.re(r'the user message "(?P<text>[^"]*)" is stored$'))
@@ -434,4 +527,5 @@ def then_user_stored(akc: ScenarioContext, text: str) -> None:
     stored = [project(m) for m in stored_messages(akc)]
     if f"user: {text}" not in stored:
         raise ConformanceFailure("stored messages", f"the user message {text!r}", stored)
+    akc.evidence.saw(f"the journal holds the user message {text!r}")
 

@@ -25,6 +25,8 @@ def _run(profile: str, finish: list[int]) -> None:
     ctx.scenario.finish_order = [ids[i] for i in finish]
     ctx.record_hooks = False
     ctx.run()
+    ctx.require_kernel_ran()
+    ctx.evidence.require("tool results in model request 2", ctx.tool_result_ids(2))
     expect_order("tool results in model request 2", ids, ctx.tool_result_ids(2))
     for m in ctx.request_messages(ctx.model_request(2)):
         if m.get("role") == "tool_result":

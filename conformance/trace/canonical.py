@@ -423,6 +423,8 @@ def observed_events(log: list[JSON]) -> list[JSON]:
                     "turn": e.get("turn"),
                 }
             )
+        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout"):
+            continue  # the journal is in the report already; submissions are the harness's own
         else:
             detail = {k: v for k, v in e.items() if k not in ("seq", "kind", "call_id")}
             out.append({"kind": kind, "call_id": e.get("call_id"), "detail": detail})

@@ -142,6 +142,12 @@ class _Run:
                         span = msg["params"].get("span")
                         if isinstance(span, dict):
                             self.spans.append(span)
+                    elif method == "journal.write":
+                        # Inline, before any later line: its place in the log is its order.
+                        report = getattr(self.doubles, "journal_write", None)
+                        if report is not None:
+                            p = msg["params"]
+                            report(str(p.get("op")), p.get("record"), p.get("turn"))
                     elif method == "$/cancel":
                         target = msg["params"].get("id")
                         scope = self.serving.get(target)
@@ -203,6 +209,11 @@ class _Run:
                 return {"result": await d.policy_precheck(p.get("call") or {}, turn)}
             if method == "approver.ask":
                 return {"result": await d.ask_approver(p.get("request") or {}, turn)}
+            if method == "message.submit":
+                submit = getattr(d, "submit_user_message", None)
+                if submit is not None:
+                    await submit(int(p.get("message", 0)))
+                return {"result": {}}
         except ToolFailed as exc:
             return {"error": {"code": TOOL_FAILED, "message": str(exc)}}
         except Exception as exc:  # noqa: BLE001 - a double broke on what the kernel sent

@@ -265,6 +265,29 @@ class SpanParams(_Strict):
     span: Span
 
 
+class JournalWriteParams(_Strict):
+    """``journal.write``: the kernel wrote to its journal (after the write returned)."""
+
+    seq: int
+    #: 001's Journal method: create_session, start_turn, append_message, record_tool_call, finish_turn.
+    op: str
+    record: Any = None
+    #: The TurnInfo the write was made under (null for create_session).
+    turn: TurnInfo | None = None
+
+
+class MessageSubmitParams(_Strict):
+    """``message.submit``: the kernel is about to take user message ``message``; the harness
+    records when, and may hold a ``concurrent`` message until the previous turn is running."""
+
+    seq: int
+    message: int
+
+
+class MessageSubmitResult(_Strict):
+    pass
+
+
 class CancelRequestParams(_Strict):
     """``$/cancel``: the kernel gave up its own pending request ``id``."""
 
@@ -290,6 +313,8 @@ METHODS: dict[str, tuple[Direction, Any, Any]] = {
     "policy.precheck": ("kernel→harness", PolicyPrecheckParams, PolicyDecision),
     "approver.ask": ("kernel→harness", ApproverAskParams, ApproverDecision),
     "span": ("kernel→harness", SpanParams, None),
+    "journal.write": ("kernel→harness", JournalWriteParams, None),
+    "message.submit": ("kernel→harness", MessageSubmitParams, MessageSubmitResult),
     "$/cancel": ("kernel→harness", CancelRequestParams, None),
 }
 

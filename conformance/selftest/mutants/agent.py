@@ -231,6 +231,32 @@ class SessionEndOnlyWhenCompleted(CommonAgent):
             await self._finish_turn(t)
 
 
+@mutant("TURN-020")
+class SessionEndBeforeStatusStored(CommonAgent):
+    """on_session_end fires with the final status in its payload, and only then is the status
+    stored (000: "The final status is stored, then on_session_end fires"). The old TURN-020 check
+    compared the payload's status with the stored one and let it through; the ordered log of
+    journal writes and hook dispatches shows the finish_turn write after the dispatch."""
+
+    async def _finish(self, t: Any) -> None:
+        if t.status == "interrupted":
+            await self._dispatch("agent_loop_stopped", {"reason": "cancelled"}, t.turn, t.span)
+        await self._dispatch("on_session_end", {"session_id": t.turn.session_id, "status": t.status}, t.turn, t.span)
+        await self._finish_turn(t)
+
+
+@mutant("TAG-007")
+class SystemTextNamesTheClient(CommonAgent):
+    """The loop gives tags a meaning: a ``client:`` tag adds a line to the system prompt. The old
+    TAG-007 check left system messages out of the comparison and let it through; requests are now
+    compared whole, tag strings and ids masked."""
+
+    def _system_text(self, session_id: str) -> str:
+        text = super()._system_text(session_id)
+        clients = [t for t in self._session_tags.get(session_id) or [] if t.startswith("client:")]
+        return text + ("\n\nPriority support for this client." if clients else "")
+
+
 # ------------------------------------------------------------------ tool calls
 
 
@@ -353,14 +379,35 @@ class ModifyReplacesArgs(CommonAgent):
         return decision
 
 
+# PostToolCallWithoutResult (a post_tool_call payload without the result) was dropped: 000 gives
+# post_tool_call no payload (reading post-tool-call-payload), so it breaks no rule.
+
+
 @mutant("TOOL-012")
-class PostToolCallWithoutResult(_Edit):
-    """post_tool_call's payload lacks the result."""
+class PostToolCallOncePerDistinctCall(CommonAgent):
+    """post_tool_call fires once per distinct (name, args) of a response: identical calls share
+    one dispatch. The old TOOL-012 scenario (two calls with different args, matched by payload)
+    let it through; the identical-calls scenario counts one dispatch per call."""
 
-    point = "post_tool_call"
+    async def _after(self, t: Any, c: Any, span: str) -> None:
+        seen = self.__dict__.setdefault("_post_seen", set())
+        key = (t.turn.turn_id, t.iterations, c.name, repr(c.args))
+        if key in seen:
+            original = self._dispatch
 
-    def edit(self, payload: Any) -> Any:
-        return {k: v for k, v in payload.items() if k != "result"}
+            async def skip_post(point: str, payload: Any, *args: Any, **kwargs: Any) -> Any:
+                if point == "post_tool_call":
+                    return payload
+                return await original(point, payload, *args, **kwargs)
+
+            self._dispatch = skip_post  # type: ignore[method-assign]
+            try:
+                await super()._after(t, c, span)
+            finally:
+                del self._dispatch
+            return
+        seen.add(key)
+        await super()._after(t, c, span)
 
 
 @mutant("TOOL-013")

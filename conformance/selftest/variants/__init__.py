@@ -5,7 +5,11 @@ Importing this package registers them (``conformance.selftest.registry.REGISTRY`
 
 import importlib
 
-MODULES = ("choices", "readings_kernel")
+MODULES = ("choices", "readings_kernel", "readings_agent", "readings_bounds")
 
 for _name in MODULES:
-    importlib.import_module(f"{__name__}.{_name}")
+    try:
+        importlib.import_module(f"{__name__}.{_name}")
+    except ModuleNotFoundError as exc:  # a module not written yet
+        if exc.name != f"{__name__}.{_name}":
+            raise

@@ -1,0 +1,200 @@
+"""Legal variants for the open points of the CommonAgent turn, tools, ids and tags (``akc
+readings``): each takes an alternative the reference kernel does not, and must pass the full suite.
+
+Ported from the blind round (/work/blind/blind_variants, written from the seeds alone); the names
+are the blind names. Each docstring says the open point, the seed's words, the reference's
+reading and the variant's.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from conformance.boundary.adapter import Doubles, RunResult
+from conformance.boundary.scenario import Scenario
+from conformance.selftest.registry import flag, variant
+from reference_kernel.adapter import ReferenceAdapter
+from reference_kernel.agent import ERROR, CommonAgent
+from reference_kernel.errors import ConfigError
+from reference_kernel.ids import _build
+from reference_kernel.kernel import Call, HookFailed
+from reference_kernel.tags import validate_tag
+
+
+# =========================================================================== sequential-order
+
+
+@variant()
+class AgentSequentialReverse(CommonAgent):
+    """Reading sequential-order (TOOL-002, STOP-001). Seed 000: "Tool calls from one model response
+    run in parallel, unless one of them is interactive; then they run one at a time. Results go
+    back to the model in the order the model asked for them." Reference: one at a time in the order
+    asked. Variant: one at a time, last asked first (each call start to finish); results still go
+    back in the order asked."""
+
+    async def _tool_calls(self, t: Any, tool_calls: list[dict[str, Any]], span: str, bad: dict[str, str]) -> list[Call]:
+        calls = [self._prepare(i, call, bad, check_schema=False) for i, call in enumerate(tool_calls)]
+        if not self._sequential(calls):
+            return await super()._tool_calls(t, tool_calls, span, bad)
+        with t.token.scope():
+            for c in reversed(calls):
+                t.token.check()
+                if await self._decide(t, c, span):
+                    await self._execute(c, t, span)
+                await self._after(t, c, span)
+        t.token.check()
+        return calls
+
+
+# =========================================================================== session-end-payload
+
+
+class _SessionEndPayload(CommonAgent):
+    """on_session_end with another payload, after the final status was stored (as 000 orders)."""
+
+    def _session_end_payload(self, t: Any) -> dict[str, Any]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    async def _finish(self, t: Any) -> None:
+        if t.status == "interrupted":
+            try:
+                await self._dispatch("agent_loop_stopped", {"reason": "cancelled"}, t.turn, t.span)
+            except HookFailed as exc:
+                t.error = str(exc)
+        await self._finish_turn(t)
+        try:
+            await self._dispatch("on_session_end", self._session_end_payload(t), t.turn, t.span)
+        except HookFailed as exc:
+            t.status, t.error = ERROR, str(exc)
+            await self._finish_turn(t)
+
+
+@variant()
+class AgentSessionEndNoStatus(_SessionEndPayload):
+    """Reading session-end-payload (TURN-020). Seed 000: "The final status is stored, then
+    on_session_end fires." No payload is given. Reference: ``{session_id, status}``. Variant:
+    ``{session_id}`` only (hooks read the status from the journal, where it was just stored)."""
+
+    def _session_end_payload(self, t: Any) -> dict[str, Any]:
+        return {"session_id": t.turn.session_id}
+
+
+@variant()
+class AgentSessionEndExtraFields(_SessionEndPayload):
+    """Reading session-end-payload (TURN-020). Variant: ``{session_id, turn_id, status, reply,
+    error}``."""
+
+    def _session_end_payload(self, t: Any) -> dict[str, Any]:
+        return {"session_id": t.turn.session_id, "turn_id": t.turn.turn_id, "status": t.status,
+                "reply": t.reply, "error": t.error}
+
+
+# =========================================================================== uuid7-same-millisecond
+
+
+def random_uuid7_ids(clock: Any) -> Any:
+    """RFC 9562 UUIDv7 with rand_a and rand_b random for every id (no per-millisecond counter)."""
+    rng = random.SystemRandom()
+
+    def make() -> str:
+        ms = max(0, int(clock() * 1000))
+        return str(_build(ms, rng.getrandbits(12), rng.getrandbits(62)))
+
+    return make
+
+
+flag(
+    "variant", "uuid7_random_within_ms", __name__,
+    "Reading uuid7-same-millisecond (IDENT-006). Seed 001: \"IDs are UUID v7, so they sort by creation "
+    "time.\" RFC 9562 fills rand_a/rand_b randomly unless the optional monotonic methods are used. "
+    "Reference: a per-millisecond counter. Variant: random bits below the millisecond.",
+    ids_factory=random_uuid7_ids,
+)
+
+
+# =========================================================================== post-tool-call-payload
+
+
+@variant()
+class AgentPostToolCallBare(CommonAgent):
+    """Reading post-tool-call-payload (TOOL-012..014). Seed 000 gives pre_tool_call's arguments but
+    for post_tool_call only that it fires, "for blocked and failed calls too". Reference: ``{name,
+    args, call_id, result, is_error}``. Variant: ``{"tool": name}`` only (no call id, no result)."""
+
+    async def _after(self, t: Any, c: Call, span: str) -> None:
+        original = self._dispatch
+
+        async def dispatch(point: str, payload: Any, *args: Any, **kwargs: Any) -> Any:
+            if point == "post_tool_call":
+                payload = {"tool": c.name}
+            return await original(point, payload, *args, **kwargs)
+
+        self._dispatch = dispatch  # type: ignore[method-assign]
+        try:
+            await super()._after(t, c, span)
+        finally:
+            del self._dispatch
+
+
+# =========================================================================== pre-llm-call-context
+
+
+@variant()
+class AgentContextPrefixed(CommonAgent):
+    """Reading pre-llm-call-context (TURN-011/012). Seed 000 step 4: "Context it returns is put in
+    front of the user message for the model only; it is never stored." Reference: separate user
+    messages right before the user message. Variant: prefixed to the user message's text (context,
+    blank line, text) in the request only."""
+
+    def _request(self, t: Any) -> dict[str, Any]:
+        if not t.context:
+            return super()._request(t)
+        messages = [{"role": "system", "text": self._system_text(t.turn.session_id)}]
+        messages.extend(t.history[: t.user_index])
+        user = t.history[t.user_index]
+        prefix = "\n\n".join(m["text"] for m in t.context)
+        messages.append({**user, "text": f"{prefix}\n\n{user.get('text', '')}"})
+        messages.extend(t.history[t.user_index + 1 :])
+        return {"messages": messages, "tools": list(self._model_tools), "params": {}}
+
+
+@variant()
+class AgentContextAsSystem(CommonAgent):
+    """Reading pre-llm-call-context. Variant: each context text is a ``system`` message right
+    before the user message (request only)."""
+
+    def _request(self, t: Any) -> dict[str, Any]:
+        saved = t.context
+        t.context = [{"role": "system", "text": m["text"]} for m in saved]
+        try:
+            return super()._request(t)
+        finally:
+            t.context = saved
+
+
+# =========================================================================== invalid-tag
+
+
+def _valid(tag: str) -> bool:
+    try:
+        validate_tag(tag)
+        return True
+    except ConfigError:
+        return False
+
+
+@variant()
+class InvalidTagsDropped(ReferenceAdapter):
+    """Reading invalid-tag (TAG-002..005). Seed 001 gives the format and a "Valid? No" table but no
+    consequence. Reference: refuses the configuration (ConfigError → Rejection). Variant: drops
+    invalid tags silently, so they never reach a TurnInfo or a stored session; the valid ones are
+    used unchanged."""
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        scenario = scenario.model_copy(deep=True)
+        scenario.profile_tags = [t for t in scenario.profile_tags if _valid(t)]
+        scenario.session_tags = [t for t in scenario.session_tags if _valid(t)]
+        for m in scenario.user_messages:
+            m.tags = [t for t in m.tags if _valid(t)]
+        return await super().run(scenario, doubles)

@@ -49,7 +49,6 @@ Feature: Step vocabulary
     And the latest tool results in model request 3 are in the order "b1, c1"
     And tool "a1" ran
     And tool "b" ran
-    And tool "zz" did not run
     And 3 tool calls ran
     And "context-assemble" was dispatched 3 times
     And "session-start" was dispatched 1 time

@@ -202,10 +202,10 @@ Feature: Loop termination and bounds
   @BOUND-011
   Scenario: The limit-reached instruction never reaches the history of a later message
     Given a tool "lookup" of kind "data_source" with concurrency safe
-    And max_turns is 2
+    And max_turns is 1
     And the user message "first task" in session "s1"
     And the user message "second task" in session "s1"
-    And the model calls "lookup" with distinct arguments 3 times
+    And the model calls "lookup" with distinct arguments 2 times
     And the model answers "second reply"
     When the kernel runs
     Then the limit-reached instruction of message 1 is in no request of message 2

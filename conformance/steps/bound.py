@@ -351,7 +351,8 @@ def bound_then_limit_path(akc: ScenarioContext, k: str | None) -> None:
 @then(parsers.re(r"the limit-reached instruction of message (?P<a>\d+) is in no request of message (?P<b>\d+)$"))
 def bound_then_instruction_not_later(akc: ScenarioContext, a: str, b: str) -> None:
     """The words the final request of message a's run brought (its instruction) appear in no
-    model request of message b's run of the same session: the instruction was never stored."""
+    model request of message b's run of the same session that offers tools (a limit-reached
+    request of message b carries its own instruction): the instruction was never stored."""
     from conformance.steps.turn import turn_events
 
     first = akc.evidence.require(f"model requests of message {a}", turn_events(akc, int(a), "model_request"))
@@ -359,6 +360,8 @@ def bound_then_instruction_not_later(akc: ScenarioContext, a: str, b: str) -> No
     k = _index(akc, first[-1])
     new = akc.evidence.require(f"new words in the final request of message {a} (its instruction)", instruction_words(akc, k))
     for e in later:
+        if not request_tools(e["request"]):
+            continue
         texts = [text_of(m) for m in e["request"].get("messages") or [] if isinstance(m, dict)]
         system = e["request"].get("system")
         texts += [system] if isinstance(system, str) else []

@@ -5,7 +5,7 @@ Importing this package registers them (``conformance.selftest.registry.REGISTRY`
 
 import importlib
 
-MODULES = ("choices", "readings_kernel")
+MODULES = ("choices", "readings_kernel", "readings_bounds")
 
 for _name in MODULES:
     importlib.import_module(f"{__name__}.{_name}")

@@ -9,25 +9,32 @@ Feature: Loop termination and bounds
   that fired: error_max_turns, error_max_budget_usd or error_max_wall_clock. A soft mode (pause,
   let the user continue) MAY be offered, but the default stays hard.
 
-  Readings (docs/spec-gaps.md): N = max_turns means N turns execute tools, then the final turn;
-  the wall clock is measured from the start of the session run, on the harness clock
+  Readings (akc readings): final-turn-counts — with max_turns = N a kernel runs tools in N turns
+  and then the final turn, or counts the final turn among the N (N-1 tool turns, at least 1); both
+  are accepted, and every model script asks for more tools than either needs. limit-instruction-form
+  — any wording, in a user or system message or the system text, but new (words no earlier request
+  of the session held, more than the earlier requests' churn), outside the history, never stored. The wall clock is measured from the start of the session run, on the harness clock
   (Scenario.clock) for kernels that accept one (capability injectable_clock). The model scripts
   put a plain answer where the final turn is expected, so a kernel that does not fire, or fires a
   turn late, ends with "success" instead. Every tool call has its own arguments, so the doom-loop
   detector never fires here. Pricing is 1000 USD per million input tokens: 1000 tokens cost 1 USD.
 
+  # The model always asks for tools (3 more calls than max_turns allows): N = 1, 2, 3 and 5.
   @BOUND-002 @BOUND-003 @BOUND-006
-  Scenario: max_turns alone stops tool execution after the N-th turn
+  Scenario Outline: max_turns alone stops tool execution after the N-th turn
     Given a tool "lookup" of kind "data_source" with concurrency safe
-    And max_turns is 2
-    And the model calls "lookup" with {"q": 1} as "c1"
-    And the model calls "lookup" with {"q": 2} as "c2"
-    And the model answers "final answer"
+    And max_turns is <n>
+    And the model calls "lookup" with distinct arguments <calls> times
     When the kernel runs
-    Then tool "c1" ran
-    And tool "c2" ran
-    And 2 tool calls ran
+    Then tools ran in <n> turns, or one fewer if the final turn counts
     And the run ends with a subtype other than "success"
+
+    Examples:
+      | n | calls |
+      | 1 | 4     |
+      | 2 | 5     |
+      | 3 | 6     |
+      | 5 | 8     |
 
   @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s
   Scenario: max_turns fires while cost and wall clock are far from their limits
@@ -42,10 +49,11 @@ Feature: Loop termination and bounds
       """
       [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
        {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c3", "name": "lookup", "args": {"q": 3}}], "usage": {"input_tokens": 1000}},
        {"text": "final answer", "usage": {"input_tokens": 1000}}]
       """
     When the kernel runs
-    Then 2 tool calls ran
+    Then tools ran in 2 turns, or one fewer if the final turn counts
     And the run ends with a subtype other than "success"
 
   @BOUND-004 @BOUND-006
@@ -86,22 +94,28 @@ Feature: Loop termination and bounds
     Then 2 tool calls ran
     And the run ends with a subtype other than "success"
 
-  # The harness clock advances 10 s per model call: 20 s after turn 2, 30 s after turn 3.
+  # The harness clock advances 10 s per model call: 10 s at step 17 of turn 1, 20 s after turn 2,
+  # 30 s after turn 3. A limit of exactly 20 s is hit at step 17 of turn 2 ("hitting any one of the
+  # three MUST terminate"; cost fires at <= 0 too); 25 s is crossed in turn 3; 1000 s never.
   @BOUND-005 @BOUND-006 @cap_injectable_clock
-  Scenario: max_wall_clock_s alone stops the loop once the session run has lasted that long
+  Scenario Outline: max_wall_clock_s alone stops the loop once the session run has lasted that long
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
       """
-      {"bounds": {"max_wall_clock_s": 25}, "clock": {"advance_per_model_call": 10}}
+      {"bounds": {"max_wall_clock_s": <limit>}, "clock": {"advance_per_model_call": 10}}
       """
-    And the model calls "lookup" with {"q": 1} as "c1"
-    And the model calls "lookup" with {"q": 2} as "c2"
-    And the model calls "lookup" with {"q": 3} as "c3"
+    And the model calls "lookup" with distinct arguments 4 times
     And the model answers "final answer"
     When the kernel runs
-    Then tool "c3" ran
-    And 3 tool calls ran
-    And the run ends with a subtype other than "success"
+    Then <ran> tool calls ran
+    And the run ends with <end>
+
+    Examples:
+      | limit | ran | end                              |
+      | 15    | 2   | a subtype other than "success"   |
+      | 20    | 2   | a subtype other than "success"   |
+      | 25    | 3   | a subtype other than "success"   |
+      | 1000  | 4   | subtype "success"                |
 
   @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @cap_injectable_clock
   Scenario: max_wall_clock_s fires while turns and cost are far from their limits
@@ -147,8 +161,7 @@ Feature: Loop termination and bounds
   Scenario: A fired bound ends the session with a status, not an exception
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And max_turns is 1
-    And the model calls "lookup" with {"q": 1} as "c1"
-    And the model answers "final answer"
+    And the model calls "lookup" with distinct arguments 3 times
     When the kernel runs
     Then the kernel did not raise
     And the run reports an outcome
@@ -174,15 +187,28 @@ Feature: Loop termination and bounds
     Then model request 1 has tool specs
     And the last model request has no tool specs
 
+  # max_turns 3: at least three requests, so the churn of the earlier requests (a volatile prompt
+  # tier changes the system text on every request) is measured before the final one is judged.
   @BOUND-011
   Scenario: The limit-reached request carries a synthetic instruction that was not in the history
     Given a tool "lookup" of kind "data_source" with concurrency safe
-    And max_turns is 1
-    And the model calls "lookup" with {"q": 1} as "c1"
-    And the model calls "lookup" with {"q": 2} as "c2"
-    And the model answers "final answer"
+    And max_turns is 3
+    And the model calls "lookup" with distinct arguments 6 times
     When the kernel runs
-    Then a model request after the first carries a synthetic instruction that is not in the history
+    Then the limit-reached request carries a synthetic instruction that is not in the history
+
+  # A later message to the same session: the instruction of the first run must not come back in
+  # the history of the second (it is never stored).
+  @BOUND-011
+  Scenario: The limit-reached instruction never reaches the history of a later message
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 1
+    And the user message "first task" in session "s1"
+    And the user message "second task" in session "s1"
+    And the model calls "lookup" with distinct arguments 2 times
+    And the model answers "second reply"
+    When the kernel runs
+    Then the limit-reached instruction of message 1 is in no request of message 2
 
   # Every scripted response asks for a tool: whichever turn the kernel takes as the final one,
   # the calls in its answer must not run, and the session must end there.
@@ -195,8 +221,8 @@ Feature: Loop termination and bounds
     And the model calls "lookup" with {"q": 3} as "later"
     And the model calls "lookup" with {"q": 4} as "latest"
     When the kernel runs
-    Then no tool call in the answer to the last model request ran
-    And the model script was not exhausted
+    Then the model script was not exhausted
+    And no tool call in the answer to the last model request ran
 
   # More tool calls are scripted than the bound allows: whichever turn the kernel fires in, the
   # subtype is what is checked here.
@@ -244,13 +270,10 @@ Feature: Loop termination and bounds
   @BOUND-007
   Scenario: max_turns takes the limit-reached path
     Given a tool "lookup" of kind "data_source" with concurrency safe
-    And max_turns is 2
-    And the model calls "lookup" with {"q": 1} as "c1"
-    And the model calls "lookup" with {"q": 2} as "c2"
-    And the model calls "lookup" with {"q": 3} as "late"
-    And the model answers "nobody should ask for this"
+    And max_turns is 3
+    And the model calls "lookup" with distinct arguments 6 times
     When the kernel runs
-    Then the session took the limit-reached path after model request 2
+    Then the session took the limit-reached path after its last turn that ran tools
 
   @BOUND-007 @cap_max_cost_usd
   Scenario: max_cost_usd takes the same limit-reached path

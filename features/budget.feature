@@ -13,7 +13,6 @@ Feature: The iteration budget (000, CommonAgent)
     When the kernel runs
     Then the model was called 3 times
     And tool "t_r2" ran
-    And tool "t_r3" did not run
     And 3 tool calls ran
 
   @BUDGET-001
@@ -45,7 +44,6 @@ Feature: The iteration budget (000, CommonAgent)
     When the kernel runs
     Then the model was called 500 times
     And tool "t_r499" ran
-    And tool "t_r500" did not run
     And the run ends with status "budget_exhausted"
 
   @BUDGET-004

@@ -33,8 +33,63 @@ Feature: Cost accounting
        {"text": "done", "usage": {"input_tokens": 800, "output_tokens": 90, "cached_input_tokens": 0}}]
       """
     When the kernel runs
-    Then there is one usage event per model response, carrying the token counts the model streamed
-    And every usage event's cost_usd is the pricing formula applied to its tokens
+    Then every usage chunk the model streamed is persisted as one usage event with its token counts
+    And every persisted usage event's cost_usd is the pricing formula applied to its tokens
+
+  # A provider that reports input usage as the stream opens and output usage at its end: two or
+  # three usage events in one model call, each costed and persisted (not only the last, not summed
+  # into one with a wrong price).
+  @COST-001
+  Scenario: Several usage events in one model call are each costed and persisted
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"model": {"pricing": {"input_usd_per_mtok": 3.0, "output_usd_per_mtok": 15.0, "cached_input_usd_per_mtok": 0.3}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}, {"id": "c2", "name": "lookup", "args": {"q": 2}}],
+        "usage_events": [{"input_tokens": 1200, "cached_input_tokens": 4000}, {"output_tokens": 350}]},
+       {"tool_calls": [{"id": "c3", "name": "lookup", "args": {"q": 3}}],
+        "usage_events": [{"input_tokens": 77}, {"output_tokens": 5}, {"output_tokens": 9000, "cached_input_tokens": 1}]},
+       {"text": "done", "usage_events": [{"input_tokens": 800}, {"output_tokens": 90}]}]
+      """
+    When the kernel runs
+    Then every usage chunk the model streamed is persisted as one usage event with its token counts
+    And every persisted usage event's cost_usd is the pricing formula applied to its tokens
+
+  # 003: cost_usd is computed and persisted "at receipt time". A model call that streams its first
+  # usage event and is then cancelled (or fails) never reaches an end of stream: a kernel that
+  # costs usage only once the stream is over loses that event. (000's "nothing partial is saved
+  # from a cancelled model call" is about the message, STOP-003: spent tokens are not conversation.)
+  @COST-002
+  Scenario: A usage event received before a cancel is persisted with its cost
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"model": {"pricing": {"input_usd_per_mtok": 3.0, "output_usd_per_mtok": 15.0}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 100, "output_tokens": 10}},
+       {"text": "never finished", "usage_events": [{"input_tokens": 5000}, {"output_tokens": 700}]}]
+      """
+    And the turn is cancelled at model call 2
+    When the kernel runs
+    Then every usage chunk the model streamed is persisted as one usage event with its token counts
+    And every persisted usage event's cost_usd is the pricing formula applied to its tokens
+
+  @COST-002
+  Scenario: A usage event received before the model call fails is persisted with its cost
+    Given the scenario settings:
+      """
+      {"model": {"pricing": {"input_usd_per_mtok": 3.0, "output_usd_per_mtok": 15.0},
+                 "responses": [{"text": "cut short", "usage_events": [{"input_tokens": 5000}, {"output_tokens": 700}],
+                                "error": {"status": 500, "after_chunks": 1}}]}}
+      """
+    When the kernel runs
+    Then every usage chunk the model streamed is persisted as one usage event with its token counts
+    And every persisted usage event's cost_usd is the pricing formula applied to its tokens
 
   # Costs 0.5, 1.0, 1.5: the running sum is 0.5, 1.5, 3.0. No single event reaches 2.0, the sum
   # does in turn 3.
@@ -142,6 +197,34 @@ Feature: Cost accounting
     When the kernel runs
     Then tool "k2" ran
     And every session at depth 1 ends with a subtype other than "success"
+
+  # Only the grandchild spends (2 + 2 USD). The middle session (the child) has its own budget of
+  # 3.5 USD, the root none: the middle session's own bound fires only if the grandchild's spend is
+  # subtracted at the middle session too, not only at the spender and the root.
+  @COST-007
+  Scenario: A grandchild's spend trips the middle session's own bound
+    Given the scenario settings:
+      """
+      {"bounds": {"max_turns": 50, "max_depth": 3},
+       "model": {"pricing": {"input_usd_per_mtok": 1000}},
+       "tools": [{"name": "lookup", "kind": "data_source", "concurrency": {"safe": true}},
+                 {"name": "delegate", "kind": "data_source", "concurrency": {"safe": true}, "subagent": {}},
+                 {"name": "delegate_bounded", "kind": "data_source", "concurrency": {"safe": true}, "subagent": {"max_cost_usd": 3.5}}]}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "d1", "name": "delegate_bounded", "args": {"goal": "child"}}], "usage": {"input_tokens": 0}},
+       {"tool_calls": [{"id": "d2", "name": "delegate", "args": {"goal": "grandchild"}}], "usage": {"input_tokens": 0}},
+       {"tool_calls": [{"id": "k1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 2000}},
+       {"text": "grandchild's answer", "usage": {"input_tokens": 2000}},
+       {"text": "child's final answer", "usage": {"input_tokens": 0}},
+       {"text": "root's answer", "usage": {"input_tokens": 0}}]
+      """
+    When the kernel runs
+    Then tool "k1" ran
+    And every session at depth 2 ends with subtype "success"
+    And every session at depth 1 ends with a subtype other than "success"
+    And the run ends with subtype "success"
 
   # Only the grandchild spends (2 + 2 USD). The root's budget is 3.5 USD: it fires only if the
   # grandchild's spend reaches it through the child.

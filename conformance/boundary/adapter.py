@@ -134,15 +134,6 @@ class ToolCallRecord(_Model):
     approval: str | None = None
 
 
-class JournalDump(_Model):
-    """What the kernel stored, in the order it stored it (001's Journal contract)."""
-
-    sessions: list[SessionRecord] = Field(default_factory=list)
-    turns: list[TurnRecord] = Field(default_factory=list)
-    messages: list[MessageRecord] = Field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
-
-
 class UsageEvent(_Model):
     session_id: str
     turn_id: str | None = None
@@ -151,6 +142,19 @@ class UsageEvent(_Model):
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cost_usd: float
+
+
+class JournalDump(_Model):
+    """What the kernel stored, in the order it stored it (001's Journal contract)."""
+
+    sessions: list[SessionRecord] = Field(default_factory=list)
+    turns: list[TurnRecord] = Field(default_factory=list)
+    messages: list[MessageRecord] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    #: The usage events as the kernel persisted them, each with its cost_usd (003: "compute and
+    #: persist cost_usd per usage event at receipt time"), in storing order. None: the adapter
+    #: cannot show what its kernel persisted (the cost checks that need it are incomplete).
+    usage: list[UsageEvent] | None = None
 
 
 class Span(_Model):

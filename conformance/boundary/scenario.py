@@ -231,6 +231,11 @@ class ModelResponse(_Model):
     text: str | None = None
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    #: Several usage events for this one model call, streamed instead of ``usage``: the first as
+    #: the stream opens (before the text), the others after the tool_use chunks (a provider that
+    #: reports input usage at message start and output usage at its end). A call cancelled at
+    #: ``cancel.at = model_call`` streams the first of them, then its text, then blocks.
+    usage_events: list[Usage] = Field(default_factory=list)
     #: Split ``text`` into this many stream chunks.
     chunks: int = 1
     error: ModelError | None = None

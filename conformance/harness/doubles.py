@@ -124,6 +124,15 @@ class _Expanded:
         return call.id if self.repetition == 0 else f"{call.id}_r{self.repetition}"
 
 
+def _usage_chunk(u: Any) -> JSON:
+    return {
+        "type": "usage",
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cached_input_tokens": u.cached_input_tokens,
+    }
+
+
 class HarnessDoubles:
     """Implements :class:`conformance.boundary.adapter.Doubles` for one :class:`Scenario`."""
 
@@ -230,7 +239,10 @@ class HarnessDoubles:
         return out
 
     def _chunks(self, expanded: _Expanded, index: int) -> tuple[list[JSON], list[JSON]]:
-        """(text chunks, tool_use + usage chunks) of one response."""
+        """(opening chunks, the rest) of one response: the opening is the text, preceded by the
+        first usage event when the response has several (``usage_events``: a provider reporting
+        input usage as the stream opens, output usage at its end); the rest is the tool_use
+        chunks and the other usage events."""
         r = expanded.response
         text_chunks = [{"type": "text", "text": t} for t in split_text(r.text, r.chunks)] if r.text else []
         rest: list[JSON] = []
@@ -239,21 +251,16 @@ class HarnessDoubles:
             rest.append(
                 {"type": "tool_use", "id": expanded.call_id(call, index, pos), "name": call.name, "input_json": raw}
             )
-        u = r.usage
-        rest.append(
-            {
-                "type": "usage",
-                "input_tokens": u.input_tokens,
-                "output_tokens": u.output_tokens,
-                "cached_input_tokens": u.cached_input_tokens,
-            }
-        )
-        return text_chunks, rest
+        usages = [_usage_chunk(u) for u in (r.usage_events or [r.usage])]
+        if r.usage_events:
+            return usages[:1] + text_chunks, rest + usages[1:]
+        return text_chunks, rest + usages
 
     async def _stream(self, index: int) -> AsyncIterator[JSON]:
         key = f"model:{index}"
         self._in_flight[key] = f"model call #{index}"
         sent: list[JSON] = []
+        complete = False
         try:
             cancel = self.scenario.cancel
             cancel_here = cancel is not None and cancel.at == "model_call" and cancel.index == index
@@ -282,9 +289,10 @@ class HarnessDoubles:
             for chunk in text_chunks + rest:
                 sent.append(chunk)
                 yield chunk
+            complete = True
         finally:
             self._in_flight.pop(key, None)
-            self.log.add("model_response", index=index, chunks=snapshot(sent))
+            self.log.add("model_response", index=index, chunks=snapshot(sent), complete=complete)
 
     # ----------------------------------------------------------------- tools
 

@@ -42,12 +42,16 @@ class EvidenceLog:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        #: Observations recorded, repeats included (a step that saw what an earlier one saw has
+        #: still recorded its evidence; the report lists each line once).
+        self.count = 0
 
     def __len__(self) -> int:
-        return len(self.lines)
+        return self.count
 
     def saw(self, what: str) -> None:
         """Record one observation the check rests on."""
+        self.count += 1
         line = what if len(what) <= _LIMIT else what[: _LIMIT - 1] + "…"
         if line not in self.lines:
             self.lines.append(line)

@@ -88,6 +88,10 @@ def _each_child_turn(akc: ScenarioContext, call_id: str) -> list[tuple[str, dict
     return out
 
 
+def _saw(akc: ScenarioContext, call_id: str, turns: list[Any], what: str) -> None:
+    akc.evidence.saw(f"{len(turns)} TurnInfos of the child turn of {call_id}, each with {what}")
+
+
 _OF = r'(?:the parent turn|the child turn of "(?P<parent>[^"]+)")'
 
 
@@ -95,16 +99,21 @@ _OF = r'(?:the parent turn|the child turn of "(?P<parent>[^"]+)")'
 def child_then_profile(akc: ScenarioContext, call_id: str) -> None:
     """Same profile: every TurnInfo of the child turn names the parent turn's profile_id."""
     expected = message_turn(akc, 1).get("profile_id")
-    for where, turn in _each_child_turn(akc, call_id):
+    turns = _each_child_turn(akc, call_id)
+    for where, turn in turns:
         expect_equal(f"profile_id in the TurnInfo of {where}", expected, turn.get("profile_id"))
+    _saw(akc, call_id, turns, f"profile_id {expected!r}")
 
 
 @then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" carries exactly the tags of ' + _OF + "$"))
 def child_then_tags(akc: ScenarioContext, call_id: str, parent: str | None) -> None:
     """Same tags: the child copies its parent's resolved tags (the same list)."""
     expected = parent_turn(akc, parent or "").get("tags")
-    for where, turn in _each_child_turn(akc, call_id):
+    akc.evidence.require("tags on the parent turn", expected or [], mandatory=False)
+    turns = _each_child_turn(akc, call_id)
+    for where, turn in turns:
         expect_equal(f"tags in the TurnInfo of {where}", expected, turn.get("tags"))
+    _saw(akc, call_id, turns, f"the tags {expected}")
 
 
 @then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" runs in a new session, not in the session of ' + _OF + "$"))
@@ -112,20 +121,24 @@ def child_then_new_session(akc: ScenarioContext, call_id: str, parent: str | Non
     """A new session: the child's session_id is not its parent's (nor any top-level turn's)."""
     parent_session = parent_turn(akc, parent or "").get("session_id")
     top = {message_turn(akc, k).get("session_id") for k in range(1, len(akc.scenario.user_messages) + 1)}
-    for where, turn in _each_child_turn(akc, call_id):
+    turns = _each_child_turn(akc, call_id)
+    for where, turn in turns:
         sid = turn.get("session_id")
         if sid is None or sid == parent_session or sid in top:
             raise ConformanceFailure(
                 f"session_id in the TurnInfo of {where}", f"a new session (not {parent_session})", sid
             )
+    _saw(akc, call_id, turns, "a session of its own")
 
 
 @then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" has ' + _OF + r" as its parent$"))
 def child_then_parent_turn(akc: ScenarioContext, call_id: str, parent: str | None) -> None:
     """parent_turn_id is the turn_id of the turn that delegated."""
     expected = parent_turn(akc, parent or "").get("turn_id")
-    for where, turn in _each_child_turn(akc, call_id):
+    turns = _each_child_turn(akc, call_id)
+    for where, turn in turns:
         expect_equal(f"parent_turn_id in the TurnInfo of {where}", expected, turn.get("parent_turn_id"))
+    _saw(akc, call_id, turns, "the delegating turn as parent_turn_id")
 
 
 @then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" is one level deeper than ' + _OF + "$"))
@@ -134,15 +147,19 @@ def child_then_depth(akc: ScenarioContext, call_id: str, parent: str | None) -> 
     parent_depth = parent_turn(akc, parent or "").get("depth")
     if not isinstance(parent_depth, int):
         raise ConformanceFailure("depth of the parent turn", "a number", parent_depth)
-    for where, turn in _each_child_turn(akc, call_id):
+    turns = _each_child_turn(akc, call_id)
+    for where, turn in turns:
         expect_equal(f"depth in the TurnInfo of {where}", parent_depth + 1, turn.get("depth"))
+    _saw(akc, call_id, turns, f"depth {parent_depth + 1}")
 
 
 @then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" has depth (?P<depth>\d+)$'))
 def child_then_depth_value(akc: ScenarioContext, call_id: str, depth: str) -> None:
     """The child's depth as a number (1 under a top-level turn, 2 under a child)."""
-    for where, turn in _each_child_turn(akc, call_id):
+    turns = _each_child_turn(akc, call_id)
+    for where, turn in turns:
         expect_equal(f"depth in the TurnInfo of {where}", int(depth), turn.get("depth"))
+    _saw(akc, call_id, turns, f"depth {depth}")
 
 
 # ============================================================================ child sessions
@@ -183,6 +200,7 @@ def child_then_session_record(akc: ScenarioContext, call_id: str) -> None:
         stored_turn(akc, 1).get("session_id"),
         record.parent_session_id,
     )
+    akc.evidence.saw(f"the child session {record.id} is stored with source subagent under its parent")
 
 
 @then(parsers.re(r'the child session of "(?P<call_id>[^"]+)" is titled with its goal$'))
@@ -195,6 +213,7 @@ def child_then_session_title(akc: ScenarioContext, call_id: str) -> None:
         raise HarnessError(f"the call {call_id!r} has no goal argument")
     record = child_session(akc, call_id)
     expect_equal(f"title of the child session {record.id}", goal, record.title)
+    akc.evidence.saw(f"the child session {record.id} is titled {goal!r}")
 
 
 

@@ -10,16 +10,39 @@ from pytest_bdd import given, parsers, then
 from conformance.errors import ConformanceFailure, HarnessError, Incomplete, expect_equal, expect_order, show
 from conformance.boundary.scenario import SubagentDef, ToolDef
 from conformance.steps.common import ScenarioContext, list_items
-from conformance.steps.turn import project, stored_messages
+from conformance.steps.turn import message_text, project, stored_messages
+
+
+def cancel_point(akc: ScenarioContext) -> str:
+    """The scenario's cancel point, in words."""
+    c = akc.scenario.cancel
+    if c is None:
+        raise HarnessError("a STOP check in a scenario that cancels nothing")
+    if c.at == "model_call":
+        return f"model call {c.index + 1}"
+    if c.at == "hook":
+        return f"dispatch {c.occurrence + 1} of {c.point}"
+    return f"the start of call {c.call_id}"
 
 
 def cancel_event(akc: ScenarioContext) -> dict[str, Any]:
-    """The harness's cancel; its absence is a broken scenario or adapter, not a kernel failure."""
+    """The harness's cancel, recorded as evidence. Every STOP scenario scripts a run that reaches
+    its cancel point, so a kernel that never got there (it never made the model call, dispatched
+    the hook or started the tool the scenario cancels at) fails; one that legitimately ended
+    first (it rejected the scenario) is incomplete. No canceller is an adapter defect."""
     if akc.events("cancel_missing"):
         raise HarnessError("the adapter registered no canceller for the cancelled message (docs/adapter.md, step 3)")
     cancels = akc.events("cancel")
     if not cancels:
-        raise Incomplete("the scenario's cancel point was never reached, so nothing was cancelled")
+        where = cancel_point(akc)
+        if akc.result.rejected is not None:
+            raise Incomplete(f"not exercised: the kernel rejected the scenario before its cancel point ({where})")
+        raise ConformanceFailure(
+            f"the scenario's cancel point ({where})",
+            "reached (the scenario scripts a run that gets there)",
+            f"never reached: {len(akc.model_requests())} model calls, {len(akc.tool_starts())} tool calls",
+        )
+    akc.evidence.saw(f"the harness cancelled the turn at {cancel_point(akc)}")
     return cancels[0]
 
 
@@ -33,6 +56,7 @@ def given_delegation_tool(akc: ScenarioContext, name: str) -> None:
 def then_nothing_after_cancel(akc: ScenarioContext) -> None:
     """Every model request and tool start of the log comes before the harness's cancel."""
     seq = cancel_event(akc)["seq"]
+    akc.evidence.saw("model and tool calls checked against the cancel")
     late = [e for e in akc.events("model_request", "tool_start") if e["seq"] > seq]
     if late:
         shown = [f"model call #{e['index'] + 1}" if e["kind"] == "model_request" else f"tool {e['call_id']}" for e in late]
@@ -41,17 +65,21 @@ def then_nothing_after_cancel(akc: ScenarioContext) -> None:
 
 @then(parsers.re(r"at most (?P<n>\d+) assistant messages? (?:is|are) stored$"))
 def then_assistant_count(akc: ScenarioContext, n: str) -> None:
-    """No more than n assistant messages are in the journal (a cancelled call adds none)."""
+    """No more than n assistant messages are in the journal (a cancelled call adds none); evidence:
+    the cancel happened, and the journal shows what the kernel stored (else not exercised)."""
+    cancel_event(akc)
+    akc.evidence.require("messages the kernel stored", stored_messages(akc), mandatory=False)
     stored = [project(m) for m in stored_messages(akc) if m.get("role") == "assistant"]
     if len(stored) > int(n):
         raise ConformanceFailure("stored assistant messages", f"at most {n}", stored)
+    akc.evidence.saw(f"{len(stored)} assistant messages stored after the cancel")
 
 
 @then("the last hook points of the run are:")
 def then_last_points(akc: ScenarioContext, datatable: Any = None, docstring: Any = None) -> None:
     """The run's final hook dispatches are exactly these points, in this order."""
     wanted = list_items(datatable, docstring)
-    points = akc.dispatched_points()
+    points = akc.evidence.require("hook dispatches of the run", akc.dispatched_points())
     expect_order("last hook points of the run", wanted, points[-len(wanted) :] if wanted else [])
 
 
@@ -63,6 +91,7 @@ def then_once_with(akc: ScenarioContext, point: str, key: str, value: str) -> No
     expect_equal(f"dispatches of {point}", 1, len(dispatches))
     payload = dispatches[0]["payload"] if isinstance(dispatches[0]["payload"], dict) else {}
     expect_equal(f"{key!r} of the {point} payload", value, payload.get(key, "<missing>"))
+    akc.evidence.saw(f"{point} dispatched once with {key} {value!r}")
 
 
 @then(parsers.re(r'"(?P<point>[^"]+)" was dispatched once, after the cancel$'))
@@ -74,3 +103,32 @@ def then_once_after_cancel(akc: ScenarioContext, point: str) -> None:
     expect_equal(f"dispatches of {point}", 1, len(dispatches))
     if dispatches[0]["seq"] < seq:
         raise ConformanceFailure(f"{point}", "dispatched after the cancel", "dispatched before it")
+    akc.evidence.saw(f"{point} dispatched once, after the cancel")
+
+
+@then("nothing the cancelled model call streamed is stored")
+def then_cancelled_stream_not_stored(akc: ScenarioContext) -> None:
+    """000: "Nothing partial is saved from a cancelled model call." Evidence: the harness cancelled
+    during a model call that had streamed text (its chunks are in the log) and the journal shows
+    what the kernel stored; then no stored message holds any streamed chunk of that call."""
+    cancel = cancel_event(akc)
+    where = cancel.get("where") or {}
+    if where.get("at") != "model_call":
+        raise HarnessError("'nothing the cancelled model call streamed is stored' needs a cancel at a model call")
+    index = where.get("index")
+    chunks = [
+        c.get("text", "")
+        for e in akc.events("model_response")
+        if e["index"] == index
+        for c in e["chunks"]
+        if c.get("type") == "text" and c.get("text")
+    ]
+    akc.evidence.require(f"text chunks model call {int(index) + 1} streamed before the cancel", chunks)
+    stored = akc.evidence.require("messages the kernel stored", stored_messages(akc), mandatory=False)
+    for m in stored:
+        text = message_text(m)
+        kept = [c for c in chunks if c in text]
+        if kept:
+            raise ConformanceFailure(
+                "stored messages", f"nothing of cancelled model call {int(index) + 1}", f"{project(m)!r} holds {show(kept)}"
+            )

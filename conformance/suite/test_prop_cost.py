@@ -68,6 +68,8 @@ class Simulation:
     script: list[ModelResponse] = field(default_factory=list)
     sessions: list[Expected] = field(default_factory=list)
     n: int = 0
+    #: Stream every spend as two usage events of one model call (half each, exact in binary).
+    split: bool = False
 
     def _id(self, prefix: str) -> str:
         self.n += 1
@@ -79,27 +81,29 @@ class Simulation:
         me = Expected(depth)
         self.sessions.append(me)
 
-        def spend(cost: int) -> Usage:
+        def spend(cost: int) -> dict[str, Any]:
             for n in chain:
                 n["remaining"] -= cost
             me.requests += 1
-            return Usage(input_tokens=1000 * cost)
+            if self.split:
+                return {"usage_events": [Usage(input_tokens=500 * cost), Usage(input_tokens=500 * cost)]}
+            return {"usage": Usage(input_tokens=1000 * cost)}
 
         for kind, cost, own, child in plan.turns:
             usage = spend(cost)
             child_start = min(node["remaining"], math.inf if own is None else own)
             if kind == "spawn" and child is not None and child_start > 0:
                 call = ScriptedToolCall(id=self._id("d"), name=delegate_name(own), args={"goal": self._id("goal ")})
-                self.script.append(ModelResponse(tool_calls=[call], usage=usage))
+                self.script.append(ModelResponse(tool_calls=[call], **usage))
                 self.run(child, child_start, depth + 1, chain)
             else:
                 call = ScriptedToolCall(id=self._id("t"), name="lookup", args={"q": self._id("q")})
-                self.script.append(ModelResponse(tool_calls=[call], usage=usage))
+                self.script.append(ModelResponse(tool_calls=[call], **usage))
             if node["remaining"] <= 0:  # step 17: fired; one final turn, then the end
-                self.script.append(ModelResponse(text=f"final {self._id('f')}", usage=spend(plan.final_cost)))
+                self.script.append(ModelResponse(text=f"final {self._id('f')}", **spend(plan.final_cost)))
                 me.fired = True
                 return
-        self.script.append(ModelResponse(text=f"answer {self._id('a')}", usage=spend(plan.answer_cost)))
+        self.script.append(ModelResponse(text=f"answer {self._id('a')}", **spend(plan.answer_cost)))
 
 
 def delegate_name(own: float | None) -> str:
@@ -108,18 +112,21 @@ def delegate_name(own: float | None) -> str:
 
 @requirement("COST-005", "COST-006", "COST-007", profile="kernel", capability="subagents")
 @PROPERTY_SETTINGS
-@given(plan=plans(), root_max=st.sampled_from(ROOT_LIMITS))
+@given(plan=plans(), root_max=st.sampled_from(ROOT_LIMITS), split=st.booleans())
 # Only a grandchild spends: the root fires through the child (COST-007).
 @example(
     plan=Plan([("spawn", 0, None, Plan([("spawn", 0, None, Plan([("tool", 2, None, None)], 2, 0))], 0, 0))], 0, 0),
     root_max=3.5,
+    split=True,
 )
 # The child's own limit (1.5) is below the root's remaining budget (COST-006).
-@example(plan=Plan([("spawn", 1, 1.5, Plan([("tool", 1, None, None), ("tool", 1, None, None)], 0, 0))], 0, 0), root_max=None)
+@example(plan=Plan([("spawn", 1, 1.5, Plan([("tool", 1, None, None), ("tool", 1, None, None)], 0, 0))], 0, 0), root_max=None, split=False)
 # The root's remaining budget (1.5) is below the child's own limit (2.5); the child's spend fires both.
-@example(plan=Plan([("spawn", 1, 2.5, Plan([("tool", 1, None, None), ("tool", 1, None, None)], 0, 0))], 1, 0), root_max=2.5)
-def test_prop_cost_rolls_up_the_session_tree(plan: Plan, root_max: float | None) -> None:
-    sim = Simulation()
+@example(plan=Plan([("spawn", 1, 2.5, Plan([("tool", 1, None, None), ("tool", 1, None, None)], 0, 0))], 1, 0), root_max=2.5, split=False)
+def test_prop_cost_rolls_up_the_session_tree(plan: Plan, root_max: float | None, split: bool) -> None:
+    """Each session's verdict (fired or success) and model requests match 003's arithmetic; with
+    ``split`` every spend arrives as two usage events of one model call."""
+    sim = Simulation(split=split)
     sim.run(plan, math.inf if root_max is None else float(root_max), 0, [])
     ctx = context("kernel", "cost rolls up the session tree")
     ctx.add_tool(ToolDef(name="lookup", concurrency=ConcurrencySpec(safe=True)))
@@ -141,7 +148,8 @@ def test_prop_cost_rolls_up_the_session_tree(plan: Plan, root_max: float | None)
         }
     )
     ctx.run()
-    seen = sessions(ctx)
+    ctx.require_kernel_ran()
+    seen = ctx.evidence.require("sessions that called the model or ended", sessions(ctx))
     shape = [(e.depth, e.requests, "fired" if e.fired else "success") for e in sim.sessions]
     where = f"(root max_cost_usd {root_max}; expected sessions (depth, model requests, verdict) {shape})"
     expect_equal(f"sessions that ran {where}", len(sim.sessions), len(seen))
@@ -154,3 +162,5 @@ def test_prop_cost_rolls_up_the_session_tree(plan: Plan, root_max: float | None)
             raise ConformanceFailure(f"subtype of {label}", "a fired cost bound (not success)", repr(subtype))
         if not expected.fired and subtype != "success":
             raise ConformanceFailure(f"subtype of {label}", "success (its budget never reached <= 0)", repr(subtype))
+    fired = sum(e.fired for e in sim.sessions)
+    ctx.evidence.saw(f"{len(seen)} sessions (depths {sorted({e.depth for e in sim.sessions})}), {fired} fired, as 003's arithmetic says")

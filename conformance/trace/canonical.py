@@ -73,7 +73,8 @@ class ModelResponseEvent(_Event):
     #: The text chunks streamed, joined (None: no text).
     text: str | None = None
     tool_calls: list[JSON] = Field(default_factory=list)
-    usage: JSON | None = None
+    #: The usage chunk streamed (a list when the call streamed several).
+    usage: JSON | list[JSON] | None = None
     #: False when the stream was cut short (cancelled or failed).
     complete: bool = True
 
@@ -366,7 +367,7 @@ def observed_events(log: list[JSON]) -> list[JSON]:
         elif kind == "model_response":
             chunks = e.get("chunks") or []
             texts = [c.get("text", "") for c in chunks if c.get("type") == "text"]
-            usage = next((c for c in chunks if c.get("type") == "usage"), None)
+            usages = [{k: v for k, v in c.items() if k != "type"} for c in chunks if c.get("type") == "usage"]
             out.append(
                 {
                     "kind": "model_response",
@@ -377,8 +378,8 @@ def observed_events(log: list[JSON]) -> list[JSON]:
                         for c in chunks
                         if c.get("type") == "tool_use"
                     ],
-                    "usage": {k: v for k, v in usage.items() if k != "type"} if usage else None,
-                    "complete": usage is not None,
+                    "usage": (usages[0] if len(usages) == 1 else usages) if usages else None,
+                    "complete": bool(e.get("complete", bool(usages))),
                 }
             )
         elif kind == "model_error":

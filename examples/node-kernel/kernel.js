@@ -146,7 +146,7 @@ class Kernel {
     this.specs = sc.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema }));
     this.pricing = sc.model.pricing;
     this.modelCalls = 0;
-    this.journal = { sessions: [], turns: [], messages: [], tool_calls: [] };
+    this.journal = { sessions: [], turns: [], messages: [], tool_calls: [], usage: [] };
     this.usage = [];
     this.spans = [];
     this.sessionLocks = new Map();
@@ -380,7 +380,9 @@ class Kernel {
     const c = u.cached_input_tokens || 0;
     const cost = (i * p.input_usd_per_mtok + c * p.cached_input_usd_per_mtok + o * p.output_usd_per_mtok) / 1e6;
     run.cost += cost;
-    this.usage.push({ session_id: run.turn.session_id, turn_id: run.turn.turn_id, model: this.sc.model.name, input_tokens: i, output_tokens: o, cached_input_tokens: c, cost_usd: cost });
+    const event = { session_id: run.turn.session_id, turn_id: run.turn.turn_id, model: this.sc.model.name, input_tokens: i, output_tokens: o, cached_input_tokens: c, cost_usd: cost };
+    this.usage.push(event);
+    this.journal.usage.push({ ...event }); // persisted at receipt (003), shown in the journal dump
   }
 
   /** A tool_use block with its slot for the result; an unknown tool or bad JSON fails it now. */

@@ -274,6 +274,141 @@ class ChargesParentOnly(Kernel):
         self.ledger = _OneLevelLedger()
 
 
+class _SelfAndRootLedger(CostLedger):
+    def charge(self, session_id: str, cost_usd: float) -> list[str]:
+        root = session_id
+        while self._nodes[root].parent is not None:
+            root = self._nodes[root].parent  # type: ignore[assignment]
+        for key in {session_id, root}:
+            self._nodes[key].remaining -= cost_usd
+            self._nodes[key].spent += cost_usd
+        return []
+
+
+@mutant("COST-007", also_expected=("COST-005", "COST-006"))
+class ChargesSelfAndRoot(Kernel):
+    """A charge is subtracted at the spender and at the root, skipping the sessions between
+    (``self.cost += c; root.cost += c``). The old COST-007 check (a grandchild's spend against the
+    root's bound) let it through; the middle session's own bound now catches it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ledger = _SelfAndRootLedger()
+
+
+@mutant("COST-001", also_expected=("COST-002", "COST-005", "COST-006", "COST-007"))
+class UsageLastChunkOnly(Kernel):
+    """Blind round (k_usage_last_chunk_only): only the last usage chunk of a model call is costed
+    and persisted (``usage = chunk`` in the accumulate loop). Every scenario streamed one usage
+    chunk per call, so no check saw it; several usage events per call now do."""
+
+    async def _on_usage(self, turn: Any, chunk: dict[str, Any], ledger_key: str | None) -> dict[str, Any]:
+        self.__dict__.setdefault("_last_usage", {})[turn.turn_id] = chunk
+        return {}
+
+    async def _accumulate(self, turn: Any, request: dict[str, Any], ledger_key: str | None) -> Any:
+        message, usage, bad = await super()._accumulate(turn, request, ledger_key)
+        chunk = self.__dict__.get("_last_usage", {}).pop(turn.turn_id, None)
+        if chunk is not None:
+            usage = await Kernel._on_usage(self, turn, chunk, ledger_key)
+        return message, usage, bad
+
+
+@mutant("COST-002")
+class UsageCostedAtStreamEnd(Kernel):
+    """Usage chunks are buffered and costed, persisted and charged once the stream has ended, not
+    at receipt: a call cancelled (or failing) after its first usage chunk loses it. COST-002 was
+    untestable; the cancel and failure scenarios now see it."""
+
+    async def _on_usage(self, turn: Any, chunk: dict[str, Any], ledger_key: str | None) -> dict[str, Any]:
+        self.__dict__.setdefault("_buffered", {}).setdefault(turn.turn_id, []).append(chunk)
+        return {}
+
+    async def _accumulate(self, turn: Any, request: dict[str, Any], ledger_key: str | None) -> Any:
+        self.__dict__.setdefault("_buffered", {})[turn.turn_id] = []
+        message, usage, bad = await super()._accumulate(turn, request, ledger_key)
+        for chunk in self.__dict__["_buffered"].pop(turn.turn_id, []):
+            usage = await Kernel._on_usage(self, turn, chunk, ledger_key)
+        return message, usage, bad
+
+
+class _UncostedJournal:
+    """Wraps a journal: usage events are stored with cost_usd 0 (the cost lives in memory only)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def record_usage(self, turn: Any, event: Any) -> None:
+        await self._inner.record_usage(turn, event.model_copy(update={"cost_usd": 0.0}))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@mutant("COST-001", also_expected=("COST-002",))
+class CostNotPersisted(Kernel):
+    """cost_usd is computed and reported from memory but the journal stores each usage event
+    uncosted (003: "compute and persist cost_usd"). The old COST-001 check read RunResult.usage,
+    the kernel's memory, and let it through; it now reads the journal."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.journal = _UncostedJournal(self.journal)
+
+
+@mutant("BOUND-006", also_expected=("BOUND-005", "BOUND-007"))
+class WallClockStrict(Kernel):
+    """Blind round (k_wall_clock_strict): max_wall_clock_s fires only once the elapsed time is
+    above the limit, so a run that has lasted exactly the limit goes on ("hitting any one of the
+    three MUST terminate"). No scenario had the elapsed time equal to the limit at step 17. Blamed
+    on BOUND-006 (gating: any one dimension reaching its limit fires); BOUND-005 is the SHOULD."""
+
+    def _check_bounds(self, run: Any) -> str | None:
+        limit = super()._check_bounds(run)
+        b = run.bounds
+        if limit == MAX_WALL_CLOCK and b.max_wall_clock_s is not None and self.clock() - run.started <= b.max_wall_clock_s:
+            return None
+        return limit
+
+
+@mutant("BOUND-011", also_expected=("BOUND-007", "DOOM-009"))
+class LimitInstructionInHistory(Kernel):
+    """Blind round (k_limit_instruction_in_history): the limit-reached instruction is appended to
+    the session's history and stored, like a user message. BOUND-011 looked at the final request
+    only; it now requires that the instruction is never stored and never comes back later."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        await self._append(run, {"role": "user", "text": self._limit_instruction(limit)})
+        await super()._final_turn(run, limit)
+
+    def _build_request(self, run: Any, out: Any, limit: str | None) -> dict[str, Any]:
+        request = super()._build_request(run, out, None)
+        if limit is not None:
+            request["tools"] = []
+        return request
+
+
+@mutant("BOUND-011", also_expected=("BOUND-007", "DOOM-009"))
+class LimitChurnNoInstruction(Kernel):
+    """No limit-reached instruction at all, but a volatile prompt tier: the system text carries the
+    current time and changes on every request. The old check took any text the previous request
+    did not hold for the instruction and let it through; the new one wants new words beyond the
+    earlier requests' churn."""
+
+    def _system_messages(self) -> list[dict[str, Any]]:
+        n = self.__dict__["_requests"] = self.__dict__.get("_requests", 0) + 1
+        base = self.profile.system_prompt or ""
+        return [{"role": "system", "text": f"{base}\nCurrent time: 2026-11-30T10:{n:02d}:00Z"}]
+
+    def _build_request(self, run: Any, out: Any, limit: str | None) -> dict[str, Any]:
+        request = super()._build_request(run, out, None)
+        messages = [m for m in request["messages"] if m.get("role") != "system"]
+        request["messages"] = self._system_messages() + messages
+        if limit is not None:
+            request["tools"] = []
+        return request
+
+
 # ------------------------------------------------------------------ doom loop
 
 

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "conformance.cli.trace",
     "conformance.cli.model_server",
     "conformance.cli.matrix",
+    "conformance.cli.book",
 )
 
 _registered = False

@@ -35,7 +35,7 @@ Feature: Turn-level tool-call concurrency
     And the model answers "done"
     And calls "a1" and "b1" must meet
     When the kernel runs
-    Then the run ends with subtype "success"
+    Then 2 tool calls ran
 
   @CONC-001
   Scenario: Calls to one safe data-source tool without key fields each have a key of their own

@@ -255,8 +255,8 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And hook "redact" at "transform_tool_result" returns {"kind": "replace", "payload": {"name": "lookup", "call_id": "c1", "result": "REDACTED"}} for call "c1"
     And the model calls in one response:
       | id | name   | args |
-      | c1 | lookup |      |
-      | c2 | lookup |      |
+      | c1 | lookup | {"q": 1} |
+      | c2 | lookup | {"q": 2} |
     And the model answers "done"
     When the kernel runs
     Then for call "c1", "post_tool_call" was dispatched before "transform_tool_result"

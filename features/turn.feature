@@ -184,8 +184,8 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model calls "lookup" with {} as "c1"
     And the model calls in one response:
       | id | name   | args |
-      | c2 | lookup |      |
-      | c3 | lookup |      |
+      | c2 | lookup | {"q": 2} |
+      | c3 | lookup | {"q": 3} |
     And the model answers "all done"
     When the kernel runs
     Then the assistant messages stored for message 1 are:

@@ -10,8 +10,8 @@ calls ``Doubles.invoke_tool``.
 What maps to what (pydantic-ai's own mechanisms; the capability hooks of
 ``pydantic_ai/capabilities/abstract.py``, registered through ``capabilities.Hooks``):
 
-* ``session-start`` → ``before_run`` (observe-only); ``session-end`` → ``after_run`` (only on a
-  run that returns: an error or a cancellation has no after_run).
+* ``session-start`` → ``before_run`` (observe-only); ``session-end`` → ``after_run`` and, on an
+  error or a cancellation, ``on_run_error`` (``agent/__init__.py:296-326``; observe-only).
 * ``context-assemble`` → a history processor: a ``before_model_request`` hook registered first
   that does what ``ProcessHistory`` does (``capabilities/process_history.py``), payload
   ``{"history", "budget": {"turns_used": RunContext.usage.requests}}`` (the framework tracks no
@@ -20,8 +20,14 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   context-assemble is not part of pydantic-ai's request context), tool definitions and model
   settings; a replacement is converted back into the request context.
 * ``post-model-response`` → ``after_model_request``; a replaced message becomes the response.
-* ``pre-tool-call`` → ``before_tool_execute`` and ``post-tool-call`` → ``after_tool_execute``:
-  pydantic-ai calls them per call, around that call's own execution.
+* ``pre-tool-call`` → ``before_tool_validate``: every call of a response is validated, in order,
+  before any executes (``_tool_execution.py:736-768, 794``; ``tool_manager.py:668``).
+  ``post-tool-call`` → ``after_tool_execute``, ``on_tool_execute_error`` (a failed call) and, for
+  a terminal output tool, ``after_output_process`` (``capabilities/abstract.py:1543-1555``).
+* The policy precheck → a ``before_tool_execute`` hook on data-source and interactive calls that
+  refuses with ``ToolFailed`` (``exceptions.py:123-134``), as openai-agents' tool input guardrail.
+* Interactive tools → ``sequential=True`` (a barrier running alone, ``_tool_execution.py:409-411``).
+* A scripted tool failure → ``ToolFailed`` (a failed tool result the model sees).
 * ``ConcurrencySpec`` → pydantic-ai's per-tool ``sequential`` flag (``safe: false`` or undeclared
   on a resource tool → sequential, a barrier that runs alone); there are no concurrency keys.
 * ``terminates_turn`` → an output tool (``ToolOutput`` of an output function taking the tool's
@@ -30,18 +36,21 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   ``pre-tool-call`` / ``post-tool-call`` is dispatched for it.
 * ``max_turns`` → ``UsageLimits(request_limit=max_turns)``, which raises ``UsageLimitExceeded``
   (reported in ``RunResult.raised``); pydantic-ai has no limit-reached final turn.
+  ``max_cost_usd`` → ``UsageLimits.cost_limit`` (``usage.py:557, 652-668``); ``max_wall_clock_s`` →
+  ``agent.run(timeout=)`` → ``RunTimedOut`` (``agent/abstract.py:604-607``). Both declared.
+* Usage → one event per response with the cost pydantic-ai computed (genai-prices by model name,
+  ``usage.py:194-203``): none for the scripted model, which genai-prices cannot price.
 * Spans → pydantic-ai's OpenTelemetry instrumentation (the ``Instrumentation`` capability over a
   tracer provider of the run's own; needs ``opentelemetry-sdk``): ``invoke_agent`` is the
   session span, ``chat`` a model_call span, ``execute_tool`` a tool span.
-* Cancellation → the host cancels the task running ``agent.run``.
+* Cancellation → pydantic-ai's ``CancellationToken`` (``_cancel.py:50-71``); ``RunCancelled``
+  carries what the run completed (``exceptions.py:349-366``), reported as the journal.
 
 What does not exist in pydantic-ai, so is left out: ``plan-ready`` and ``post-apply`` (no plan /
-apply gate or veto chain), a policy precheck (a ``before_tool_execute`` hook could be written as
-one, but pydantic-ai has no policy mechanism of its own), tool kinds, concurrency keys, a
-doom-loop detector, a limit-reached final turn, cost per usage event from a model's pricing
-(usage is not reported), a wall-clock bound, a stored journal (the journal reported is the
-message history ``all_messages()`` returns), and a span per turn or for a veto chain.
-A harness tool that raises propagates as pydantic-ai propagates any exception from a tool function.
+apply gate or veto chain), tool kinds, concurrency keys, a doom-loop detector, a limit-reached
+final turn, pricing of one's own, a stored journal (the journal reported is the message history
+``all_messages()`` returns), and a span per turn or for a veto chain. ``MECHANISMS`` below is the
+table the report carries.
 """
 
 from __future__ import annotations

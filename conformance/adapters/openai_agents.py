@@ -385,4 +385,12 @@ class OpenAIAgentsAdapter:
 
 
 def factory() -> OpenAIAgentsAdapter:
+    try:  # the SDK's first span sets its tracing up (seconds): do it before any scenario's clock runs
+        from agents.tracing import generation_span
+
+        with generation_span(disabled=True):
+            pass
+        _Collector.install()
+    except ImportError:  # the framework is not installed here: the matrix lists it so
+        pass
     return OpenAIAgentsAdapter()

@@ -1,13 +1,18 @@
 """001's Journal: where the loop records sessions, turns, messages, tool calls (and, our extra,
 usage with cost). ``MemoryJournal`` keeps everything in memory, in storage order.
 
-Every message and argument is copied through JSON on the way in, so a journal never aliases the
-loop's live objects and the in-memory and SQLite journals behave the same.
+Messages and tool-call rows are stored as JSON text, as the SQLite journal stores them: encoding
+is the copy (a journal never aliases the loop's live objects, and what cannot be stored as JSON
+is refused on the way in), and text is compact and invisible to the garbage collector, which
+matters for a journal that keeps every message of a long run. Usage events are immutable tuples
+of scalars and are kept as they are. Reads (``load_history``, ``dump``) decode fresh objects.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from reference_kernel.errors import UnknownSessionError, UnknownTurnError
@@ -61,10 +66,28 @@ def json_copy(value: Any, what: str) -> Any:
         raise ValueError(f"journal: {what} is not JSON-serialisable: {exc}") from None
 
 
-def check_message(message: Any) -> dict[str, Any]:
+#: Compact, UTF-8 kept, NaN and infinities refused (they are not JSON); keys are strings in JSON,
+#: so a non-string key is written as ``json.dumps`` writes it.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def to_json(value: Any, what: str) -> str:
+    """JSON text of ``value``; refuses what cannot be stored as JSON, naming it."""
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"journal: {what} is not JSON-serialisable: {exc}") from None
+
+
+def _check_role(message: Any) -> None:
     if not isinstance(message, dict) or not isinstance(message.get("role"), str):
         raise ValueError(f"journal: a message must be a dict with a 'role', got {message!r}")
-    return json_copy(message, "message")
+
+
+def message_json(message: Any) -> str:
+    """A message (a dict with a string ``role``) as JSON text."""
+    _check_role(message)
+    return to_json(message, "message")
 
 
 def session_record(session_id: str, session: NewSession) -> dict[str, Any]:
@@ -78,28 +101,32 @@ def session_record(session_id: str, session: NewSession) -> dict[str, Any]:
     }
 
 
-def tool_call_row(turn: TurnInfo, record: ToolCallRecord) -> dict[str, Any]:
+def tool_call_json(turn: TurnInfo, record: ToolCallRecord) -> str:
+    """The journal row of a tool call (``{session_id, turn_id, **record}``) as JSON text."""
     row = {"session_id": turn.session_id, "turn_id": turn.turn_id}
-    row.update(json_copy(record.as_dict(), f"tool call {record.call_id!r}"))
-    return row
+    row.update(record.as_dict())
+    return to_json(row, f"tool call {record.call_id!r}")
 
 
-def add_costs(totals: dict[str, float], tags: list[str], cost_usd: float) -> None:
+def add_costs(totals: dict[str, float], tags: Iterable[str], cost_usd: float) -> None:
     for tag in set(tags):
         totals[tag] += cost_usd
 
 
 class MemoryJournal:
-    """001's MemoryJournal: everything in memory, for tests and the embedded reference kernel."""
+    """001's MemoryJournal: everything in memory, for tests and the embedded reference kernel.
+
+    Not locked: it is used from one event loop (no method awaits in the middle of a change).
+    """
 
     def __init__(self, ids: IdGenerator | None = None) -> None:
         self._ids = ids or IdGenerator()
         self._sessions: dict[str, dict[str, Any]] = {}
         self._turns: dict[str, dict[str, Any]] = {}  # turn_id -> {"turn", "status"}
-        self._messages: list[dict[str, Any]] = []
-        self._history: dict[str, list[dict[str, Any]]] = {}
-        self._tool_calls: list[dict[str, Any]] = []
-        self._usage: list[tuple[dict[str, Any], list[str]]] = []
+        self._messages: list[tuple[str, str, str]] = []  # (session_id, turn_id, message JSON)
+        self._history: dict[str, list[str]] = {}  # session_id -> its messages' JSON, in order
+        self._tool_calls: list[str] = []  # rows as JSON
+        self._usage: list[tuple[UsageEvent, tuple[str, ...]]] = []  # (event, its turn's tags)
 
     def _require_session(self, session_id: str) -> None:
         if session_id not in self._sessions:
@@ -116,7 +143,7 @@ class MemoryJournal:
 
     async def load_history(self, session_id: str) -> list[dict[str, Any]]:
         self._require_session(session_id)
-        return json_copy(self._history[session_id], "history")
+        return [json.loads(text) for text in self._history[session_id]]
 
     async def start_turn(self, turn: TurnInfo) -> None:
         self._require_session(turn.session_id)
@@ -125,16 +152,16 @@ class MemoryJournal:
         self._turns[turn.turn_id] = {"turn": turn.as_dict(), "status": None}
 
     async def append_message(self, turn: TurnInfo, message: dict[str, Any]) -> None:
-        self._require_session(turn.session_id)
-        stored = check_message(message)
-        self._messages.append(
-            {"session_id": turn.session_id, "turn_id": turn.turn_id, "message": stored}
-        )
-        self._history[turn.session_id].append(stored)
+        history = self._history.get(turn.session_id)
+        if history is None:
+            raise UnknownSessionError(turn.session_id)
+        text = message_json(message)
+        self._messages.append((turn.session_id, turn.turn_id, text))
+        history.append(text)
 
     async def record_tool_call(self, turn: TurnInfo, record: ToolCallRecord) -> None:
         self._require_session(turn.session_id)
-        self._tool_calls.append(tool_call_row(turn, record))
+        self._tool_calls.append(tool_call_json(turn, record))
 
     async def finish_turn(self, turn: TurnInfo, status: TurnStatus) -> None:
         entry = self._turns.get(turn.turn_id)
@@ -144,27 +171,27 @@ class MemoryJournal:
 
     async def record_usage(self, turn: TurnInfo, event: UsageEvent) -> None:
         self._require_session(event.session_id)
-        self._usage.append((event.as_dict(), list(turn.tags)))
+        self._usage.append((event, tuple(turn.tags)))
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
         record = self._sessions.get(session_id)
         return json_copy(record, "session") if record is not None else None
 
     async def dump(self) -> dict[str, Any]:
-        return json_copy(
-            {
-                "sessions": list(self._sessions.values()),
-                "turns": list(self._turns.values()),
-                "messages": self._messages,
-                "tool_calls": self._tool_calls,
-                "usage": [event for event, _ in self._usage],
-            },
-            "journal",
-        )
+        return {
+            "sessions": json_copy(list(self._sessions.values()), "sessions"),
+            "turns": json_copy(list(self._turns.values()), "turns"),
+            "messages": [
+                {"session_id": session_id, "turn_id": turn_id, "message": json.loads(text)}
+                for session_id, turn_id, text in self._messages
+            ],
+            "tool_calls": [json.loads(text) for text in self._tool_calls],
+            "usage": [event.as_dict() for event, _ in self._usage],
+        }
 
     async def cost_by_tag(self) -> dict[str, float]:
         """What CommonBill does: each usage event's cost counted once under each tag of its turn."""
         totals: dict[str, float] = defaultdict(float)
         for event, tags in self._usage:
-            add_costs(totals, tags, event["cost_usd"])
+            add_costs(totals, tags, event.cost_usd)
         return dict(totals)

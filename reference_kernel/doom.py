@@ -12,6 +12,9 @@ from reference_kernel.errors import ConfigError
 
 DEFAULT_THRESHOLD = 3
 
+#: One encoder for every hash (``json.dumps`` with these options builds a new one per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no whitespace, non-ASCII kept, so equal arguments hash equally.
@@ -27,7 +30,7 @@ def canonical_json(value: Any) -> str:
         if not isinstance(parsed, (dict, list)):
             return value
         value = parsed
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def call_hash(tool_name: str, args: Any) -> str:
@@ -62,10 +65,14 @@ class DoomLoopDetector:
 
     def fired(self) -> bool:
         """True when the most recent ``threshold`` hashes exist and are all identical."""
-        if len(self._hashes) < self.threshold:
+        hashes, threshold = self._hashes, self.threshold
+        if len(hashes) < threshold:
             return False
-        recent = list(self._hashes)[-self.threshold :]
-        return all(h == recent[0] for h in recent)
+        last = hashes[-1]
+        for back in range(2, threshold + 1):  # newest first: a differing call stops it at once
+            if hashes[-back] != last:
+                return False
+        return True
 
     def reset(self) -> None:
         self._hashes.clear()

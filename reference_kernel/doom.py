@@ -9,11 +9,11 @@ from collections import deque
 from typing import Any
 
 from reference_kernel.errors import ConfigError
+from reference_kernel.jsontext import compact_encoder
 
 DEFAULT_THRESHOLD = 3
 
-#: One encoder for every hash (``json.dumps`` with these options builds a new one per call).
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_canonical = compact_encoder(sort_keys=True)
 
 
 def canonical_json(value: Any) -> str:
@@ -30,7 +30,7 @@ def canonical_json(value: Any) -> str:
         if not isinstance(parsed, (dict, list)):
             return value
         value = parsed
-    return _CANONICAL.encode(value)
+    return _canonical(value)
 
 
 def call_hash(tool_name: str, args: Any) -> str:

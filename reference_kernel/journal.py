@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from reference_kernel.errors import UnknownSessionError, UnknownTurnError
 from reference_kernel.ids import IdGenerator
+from reference_kernel.jsontext import compact_encoder
 from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, TurnStatus, UsageEvent
 
 
@@ -68,13 +69,13 @@ def json_copy(value: Any, what: str) -> Any:
 
 #: Compact, UTF-8 kept, NaN and infinities refused (they are not JSON); keys are strings in JSON,
 #: so a non-string key is written as ``json.dumps`` writes it.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_encode = compact_encoder(allow_nan=False)
 
 
 def to_json(value: Any, what: str) -> str:
     """JSON text of ``value``; refuses what cannot be stored as JSON, naming it."""
     try:
-        return _ENCODER.encode(value)
+        return _encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"journal: {what} is not JSON-serialisable: {exc}") from None
 

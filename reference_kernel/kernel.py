@@ -679,17 +679,21 @@ class Kernel(LoopCore):
         return not tool_calls
 
     async def _context_assemble(self, run: RunSession) -> Any:
+        if not self.hooks.at("context-assemble"):  # nobody changes it: no copy
+            if not self.hooks.at("pre-model-call"):  # nobody sees it: no budget either
+                return {"history": run.history}
+            return {"history": run.history, "budget": self._budget(run)}
+        payload = {"history": list(run.history), "budget": self._budget(run)}
+        return await self._dispatch("context-assemble", payload, run.turn, run.turn_span)
+
+    def _budget(self, run: RunSession) -> dict[str, Any]:
         remaining = self.ledger.remaining(run.ledger_key)
-        budget = {
+        return {
             "turns_used": run.turns_used,
             "cost_usd": self.ledger.spent(run.ledger_key),
             "remaining_cost_budget_usd": None if remaining == float("inf") else remaining,
             "elapsed_s": self.clock() - run.started,
         }
-        if not self.hooks.at("context-assemble"):
-            return {"history": run.history, "budget": budget}  # nobody sees it: no copy
-        payload = {"history": list(run.history), "budget": budget}
-        return await self._dispatch("context-assemble", payload, run.turn, run.turn_span)
 
     async def _pre_model_call(self, run: RunSession, payload: Any, limit: str | None) -> dict[str, Any]:
         """Step 2, then the request: system text, the (possibly replaced) history, and on the
@@ -746,6 +750,8 @@ class Kernel(LoopCore):
         run.reply = message.get("text")
 
     async def _dispatch_pre_tool_calls(self, run: RunSession, tool_calls: list[dict[str, Any]]) -> None:
+        if not self.hooks.at("pre-tool-call"):
+            return
         for call in tool_calls:  # declaration order
             await self._dispatch(
                 "pre-tool-call",
@@ -862,13 +868,15 @@ class Kernel(LoopCore):
     async def _post_tool_calls(self, run: RunSession, calls: list[Call]) -> bool:
         """Step 13 in the order the model asked. A terminal tool ends the turn right after its
         own post-tool-call (the remaining dispatches and post-apply are skipped)."""
+        hooked = bool(self.hooks.at("post-tool-call"))
         for c in calls:
-            await self._dispatch(
-                "post-tool-call",
-                {"call": c.call, "result": {"content": c.content, "is_error": c.is_error}},
-                run.turn,
-                run.turn_span,
-            )
+            if hooked:
+                await self._dispatch(
+                    "post-tool-call",
+                    {"call": c.call, "result": {"content": c.content, "is_error": c.is_error}},
+                    run.turn,
+                    run.turn_span,
+                )
             if c.entry is not None and c.entry.spec.terminates_turn:
                 return True
         return False

@@ -1,16 +1,20 @@
 """001's Journal: where the loop records sessions, turns, messages, tool calls (and, our extra,
 usage with cost). ``MemoryJournal`` keeps everything in memory, in storage order.
 
-Messages and tool-call rows are stored as JSON text, as the SQLite journal stores them: encoding
-is the copy (a journal never aliases the loop's live objects, and what cannot be stored as JSON
-is refused on the way in), and text is compact and invisible to the garbage collector, which
-matters for a journal that keeps every message of a long run. Usage events are immutable tuples
-of scalars and are kept as they are. Reads (``load_history``, ``dump``) decode fresh objects.
+``MemoryJournal`` stores messages and tool-call rows ``marshal``-encoded: encoding is the copy (a
+journal never aliases the loop's live objects; what is not plain data is refused on the way in),
+and bytes are compact and invisible to the garbage collector, which matters for a journal that
+keeps every message of a long run. (marshal, not JSON text: a third of the cost on every
+message. It keeps what JSON would turn into something else or refuse, such as tuples, NaN or
+a non-string key; the SQLite journal stores JSON text and refuses NaN.) Usage events are
+immutable tuples of scalars and are kept as they are. Reads (``load_history``, ``dump``) decode
+fresh objects.
 """
 
 from __future__ import annotations
 
 import json
+import marshal
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
@@ -85,6 +89,14 @@ def _check_role(message: Any) -> None:
         raise ValueError(f"journal: a message must be a dict with a 'role', got {message!r}")
 
 
+def _stored(value: Any, what: str) -> bytes:
+    """A private copy of plain data (dict, list, str, numbers, ...); refuses any other object."""
+    try:
+        return marshal.dumps(value)
+    except ValueError as exc:
+        raise ValueError(f"journal: {what} is not JSON-serialisable data: {exc}") from None
+
+
 def message_json(message: Any) -> str:
     """A message (a dict with a string ``role``) as JSON text."""
     _check_role(message)
@@ -124,9 +136,9 @@ class MemoryJournal:
         self._ids = ids or IdGenerator()
         self._sessions: dict[str, dict[str, Any]] = {}
         self._turns: dict[str, dict[str, Any]] = {}  # turn_id -> {"turn", "status"}
-        self._messages: list[tuple[str, str, str]] = []  # (session_id, turn_id, message JSON)
-        self._history: dict[str, list[str]] = {}  # session_id -> its messages' JSON, in order
-        self._tool_calls: list[str] = []  # rows as JSON
+        self._messages: list[tuple[str, str, bytes]] = []  # (session_id, turn_id, message)
+        self._history: dict[str, list[bytes]] = {}  # session_id -> its messages, in order
+        self._tool_calls: list[bytes] = []  # rows
         self._usage: list[tuple[UsageEvent, tuple[str, ...]]] = []  # (event, its turn's tags)
 
     def _require_session(self, session_id: str) -> None:
@@ -144,7 +156,7 @@ class MemoryJournal:
 
     async def load_history(self, session_id: str) -> list[dict[str, Any]]:
         self._require_session(session_id)
-        return [json.loads(text) for text in self._history[session_id]]
+        return [marshal.loads(data) for data in self._history[session_id]]
 
     async def start_turn(self, turn: TurnInfo) -> None:
         self._require_session(turn.session_id)
@@ -156,13 +168,16 @@ class MemoryJournal:
         history = self._history.get(turn.session_id)
         if history is None:
             raise UnknownSessionError(turn.session_id)
-        text = message_json(message)
-        self._messages.append((turn.session_id, turn.turn_id, text))
-        history.append(text)
+        _check_role(message)
+        data = _stored(message, "message")
+        self._messages.append((turn.session_id, turn.turn_id, data))
+        history.append(data)
 
     async def record_tool_call(self, turn: TurnInfo, record: ToolCallRecord) -> None:
         self._require_session(turn.session_id)
-        self._tool_calls.append(tool_call_json(turn, record))
+        row = {"session_id": turn.session_id, "turn_id": turn.turn_id}
+        row.update(record.as_dict())
+        self._tool_calls.append(_stored(row, f"tool call {record.call_id!r}"))
 
     async def finish_turn(self, turn: TurnInfo, status: TurnStatus) -> None:
         entry = self._turns.get(turn.turn_id)
@@ -183,10 +198,10 @@ class MemoryJournal:
             "sessions": json_copy(list(self._sessions.values()), "sessions"),
             "turns": json_copy(list(self._turns.values()), "turns"),
             "messages": [
-                {"session_id": session_id, "turn_id": turn_id, "message": json.loads(text)}
-                for session_id, turn_id, text in self._messages
+                {"session_id": session_id, "turn_id": turn_id, "message": marshal.loads(data)}
+                for session_id, turn_id, data in self._messages
             ],
-            "tool_calls": [json.loads(text) for text in self._tool_calls],
+            "tool_calls": [marshal.loads(data) for data in self._tool_calls],
             "usage": [event.as_dict() for event, _ in self._usage],
         }
 

@@ -126,6 +126,9 @@ def add_costs(totals: dict[str, float], tags: Iterable[str], cost_usd: float) ->
         totals[tag] += cost_usd
 
 
+_TOOL_CALL_FIELDS = ("session_id", "turn_id", *ToolCallRecord._fields)
+
+
 class MemoryJournal:
     """001's MemoryJournal: everything in memory, for tests and the embedded reference kernel.
 
@@ -136,10 +139,15 @@ class MemoryJournal:
         self._ids = ids or IdGenerator()
         self._sessions: dict[str, dict[str, Any]] = {}
         self._turns: dict[str, dict[str, Any]] = {}  # turn_id -> {"turn", "status"}
-        self._messages: list[tuple[str, str, bytes]] = []  # (session_id, turn_id, message)
+        # Messages in storage order: each one's (session_id, turn_id), one tuple per turn, and
+        # its data, side by side (no tuple per message: fewer objects for the collector).
+        self._message_turns: list[tuple[str, str]] = []
+        self._message_data: list[bytes] = []
+        self._turn_keys: dict[str, tuple[str, str]] = {}
         self._history: dict[str, list[bytes]] = {}  # session_id -> its messages, in order
         self._tool_calls: list[bytes] = []  # rows
-        self._usage: list[tuple[UsageEvent, tuple[str, ...]]] = []  # (event, its turn's tags)
+        self._usage: list[UsageEvent] = []
+        self._usage_tags: list[tuple[str, ...]] = []  # each event's turn's tags
 
     def _require_session(self, session_id: str) -> None:
         if session_id not in self._sessions:
@@ -170,13 +178,16 @@ class MemoryJournal:
             raise UnknownSessionError(turn.session_id)
         _check_role(message)
         data = _stored(message, "message")
-        self._messages.append((turn.session_id, turn.turn_id, data))
+        key = self._turn_keys.get(turn.turn_id)
+        if key is None or key[0] != turn.session_id:
+            key = self._turn_keys[turn.turn_id] = (turn.session_id, turn.turn_id)
+        self._message_turns.append(key)
+        self._message_data.append(data)
         history.append(data)
 
     async def record_tool_call(self, turn: TurnInfo, record: ToolCallRecord) -> None:
         self._require_session(turn.session_id)
-        row = {"session_id": turn.session_id, "turn_id": turn.turn_id}
-        row.update(record.as_dict())
+        row = (turn.session_id, turn.turn_id, *record)  # decoded with _TOOL_CALL_FIELDS
         self._tool_calls.append(_stored(row, f"tool call {record.call_id!r}"))
 
     async def finish_turn(self, turn: TurnInfo, status: TurnStatus) -> None:
@@ -187,7 +198,8 @@ class MemoryJournal:
 
     async def record_usage(self, turn: TurnInfo, event: UsageEvent) -> None:
         self._require_session(event.session_id)
-        self._usage.append((event, tuple(turn.tags)))
+        self._usage.append(event)
+        self._usage_tags.append(tuple(turn.tags))
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
         record = self._sessions.get(session_id)
@@ -199,15 +211,15 @@ class MemoryJournal:
             "turns": json_copy(list(self._turns.values()), "turns"),
             "messages": [
                 {"session_id": session_id, "turn_id": turn_id, "message": marshal.loads(data)}
-                for session_id, turn_id, data in self._messages
+                for (session_id, turn_id), data in zip(self._message_turns, self._message_data)
             ],
-            "tool_calls": [marshal.loads(data) for data in self._tool_calls],
-            "usage": [event.as_dict() for event, _ in self._usage],
+            "tool_calls": [dict(zip(_TOOL_CALL_FIELDS, marshal.loads(data))) for data in self._tool_calls],
+            "usage": [event.as_dict() for event in self._usage],
         }
 
     async def cost_by_tag(self) -> dict[str, float]:
         """What CommonBill does: each usage event's cost counted once under each tag of its turn."""
         totals: dict[str, float] = defaultdict(float)
-        for event, tags in self._usage:
+        for event, tags in zip(self._usage, self._usage_tags):
             add_costs(totals, tags, event.cost_usd)
         return dict(totals)

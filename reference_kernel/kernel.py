@@ -738,6 +738,8 @@ class Kernel(LoopCore):
         return message
 
     async def _post_model_response(self, run: RunSession, message: dict[str, Any]) -> dict[str, Any]:
+        if not self.hooks.at("post-model-response"):
+            return message
         out = await self._dispatch("post-model-response", message, run.turn, run.turn_span)
         return out if isinstance(out, dict) else message
 
@@ -882,6 +884,8 @@ class Kernel(LoopCore):
         return False
 
     async def _post_apply(self, run: RunSession, plan: dict[str, Any]) -> None:
+        if not self.hooks.at("post-apply"):
+            return
         await self._dispatch("post-apply", plan, run.turn, run.turn_span)
 
     def _order_results(self, calls: list[Call]) -> list[Call]:

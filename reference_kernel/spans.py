@@ -1,7 +1,7 @@
 """Trace spans for 003's mandatory instrumentation points (turn, model call, tool, veto chain).
 
-The loop talks to a ``SpanRecorder``; ``MemorySpanRecorder`` keeps ``SpanRecord``s (read like
-dicts shaped like ``conformance.boundary.adapter.Span``) for the adapter to report,
+The loop talks to a ``SpanRecorder``; ``MemorySpanRecorder`` keeps spans (read as ``SpanRecord``s,
+like dicts shaped like ``conformance.boundary.adapter.Span``) for the adapter to report,
 ``otel.OTelSpanRecorder`` exports them.
 Kinds used: session, turn, model_call, tool, veto_chain (and hook, other).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
+from itertools import chain
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,60 +28,104 @@ class SpanRecorder(Protocol):
         ...
 
 
+#: A stored span: ``(number, parent_id, name, kind, start, end, key1, value1, key2, value2, ...)``.
+#: One flat tuple of strings and numbers per span: a single allocation, and once the garbage
+#: collector has seen it, no longer tracked (a long run keeps four spans per RunTurn; records
+#: with a dict inside would stay tracked, and every full collection would walk them all again).
+Row = tuple[Any, ...]
+_FIELDS = {"parent_id": 1, "name": 2, "kind": 3, "start": 4, "end": 5}
+_KEYS = ("span_id", "parent_id", "name", "kind", "start", "end", "attributes")
+
+
+def _row(number: int, parent_id: str | None, name: str, kind: str, start: float,
+         end: float | None, attributes: Mapping[str, Any] | None) -> Row:
+    return (number, parent_id, name, kind, start, end, *chain.from_iterable((attributes or {}).items()))
+
+
 class SpanRecord(Mapping[str, Any]):
     """One span, read like the dict ``{span_id, parent_id, name, kind, start, end, attributes}``
-    (``s["kind"]``, ``dict(s)``, ``s == {...}``, ``Span.model_validate(s)``).
+    (``s["kind"]``, ``dict(s)``, ``s == {...}``, ``Span.model_validate(s)``): a read-only view
+    of a stored row (``attributes`` is a new dict on each read)."""
 
-    A slotted record, not a dict: a run keeps one per span (four per RunTurn), so their size is
-    most of what a long run holds. The id is kept as its number and spelled ``span-<n>`` on read.
-    """
+    __slots__ = ("row",)
 
-    __slots__ = ("number", "parent_id", "name", "kind", "start", "end", "attributes")
-    _KEYS = ("span_id", "parent_id", "name", "kind", "start", "end", "attributes")
-
-    def __init__(
-        self,
-        number: int,
-        parent_id: str | None,
-        name: str,
-        kind: str,
-        start: float,
-        attributes: dict[str, Any],
-    ) -> None:
-        self.number = number
-        self.parent_id = parent_id
-        self.name = name
-        self.kind = kind
-        self.start = start
-        self.end: float | None = None
-        self.attributes = attributes
+    def __init__(self, row: Row) -> None:
+        self.row = row
 
     @property
     def span_id(self) -> str:
-        return f"span-{self.number}"
+        return f"span-{self.row[0]}"
 
     def __getitem__(self, key: str) -> Any:
-        if key not in self._KEYS:
-            raise KeyError(key)
-        return getattr(self, key)
+        index = _FIELDS.get(key)
+        if index is not None:
+            return self.row[index]
+        if key == "span_id":
+            return self.span_id
+        if key == "attributes":
+            return dict(zip(self.row[6::2], self.row[7::2]))  # a later key overrides
+        raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._KEYS)
+        return iter(_KEYS)
 
     def __len__(self) -> int:
-        return len(self._KEYS)
+        return len(_KEYS)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: self[key] for key in _KEYS}
 
     def __repr__(self) -> str:
-        return f"SpanRecord({dict(self)!r})"
+        return f"SpanRecord({self.as_dict()!r})"
 
 
-def _span_number(span_id: str) -> int | None:
+def _as_row(span: Any) -> Row:
+    if isinstance(span, SpanRecord):
+        return span.row
+    number = _span_number(span["span_id"])
+    if number is None:
+        raise ValueError(f"not a span of this recorder: {span!r}")
+    return _row(number, span["parent_id"], span["name"], span["kind"], span["start"], span["end"],
+                span["attributes"])
+
+
+class SpanList(list):  # type: ignore[type-arg]
+    """``MemorySpanRecorder.spans``: a list of stored rows that reads (index, iteration) as
+    ``SpanRecord``s and takes SpanRecords (or span dicts) on writes, so it can be used like the
+    list of span dicts it stands for (filtered in place, say)."""
+
+    def __getitem__(self, index: Any) -> Any:
+        item = list.__getitem__(self, index)
+        if isinstance(index, slice):
+            return [SpanRecord(row) for row in item]
+        return SpanRecord(item)
+
+    def __iter__(self) -> Iterator[SpanRecord]:  # type: ignore[override]
+        return map(SpanRecord, list.__iter__(self))
+
+    def __reversed__(self) -> Iterator[SpanRecord]:
+        return map(SpanRecord, list.__reversed__(self))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if isinstance(index, slice):
+            list.__setitem__(self, index, [_as_row(span) for span in value])
+        else:
+            list.__setitem__(self, index, _as_row(value))
+
+    def append(self, span: Any) -> None:
+        list.append(self, _as_row(span))
+
+    def extend(self, spans: Any) -> None:
+        list.extend(self, [_as_row(span) for span in spans])
+
+
+def _span_number(span_id: Any) -> int | None:
     prefix, _, number = span_id.partition("-") if isinstance(span_id, str) else ("", "", "")
     return int(number) if prefix == "span" and number.isdigit() else None
 
 
 class MemorySpanRecorder:
-    """Keeps every span, in start order, as a ``SpanRecord`` (read like a dict shaped like
+    """Keeps every span, in start order, in ``spans`` (read as ``SpanRecord``s, shaped like
     ``conformance.boundary.adapter.Span``). ``clock`` is in seconds (inject the harness clock for
     reproducible traces).
 
@@ -91,29 +136,34 @@ class MemorySpanRecorder:
     def __init__(self, clock: Callable[[], float] | None = None) -> None:
         self._clock = clock or time.monotonic
         self._count = 0
-        self.spans: list[SpanRecord] = []
-        self._open: dict[str, SpanRecord] = {}  # only spans not yet ended: nothing per span kept
+        self.spans = SpanList()
+        self._open: dict[str, int] = {}  # span id -> its index in ``spans``, until it ends
 
     def start(
         self, name: str, kind: str, parent_id: str | None, attributes: dict[str, Any] | None = None
     ) -> str:
         self._count = number = self._count + 1
-        span = SpanRecord(number, parent_id, name, kind, self._clock(), dict(attributes) if attributes else {})
-        self.spans.append(span)
         span_id = f"span-{number}"
-        self._open[span_id] = span
+        self._open[span_id] = len(self.spans)
+        list.append(self.spans, _row(number, parent_id, name, kind, self._clock(), None, attributes))
         return span_id
 
     def end(self, span_id: str, attributes: dict[str, Any] | None = None) -> None:
-        span = self._open.pop(span_id, None)
-        if span is None:
-            number = _span_number(span_id)
+        index = self._open.pop(span_id, None)
+        number = _span_number(span_id)
+        if index is None:
             if number is None or not 0 < number <= self._count:
                 raise KeyError(f"unknown span {span_id!r}")
             return  # ending twice is harmless: keep the first end time
-        span.end = self._clock()
-        if attributes:
-            span.attributes.update(attributes)
+        spans = self.spans
+        row = list.__getitem__(spans, index) if index < len(spans) else None
+        if row is None or row[0] != number:  # the list was edited since: find the span again
+            index = next((i for i, r in enumerate(list.__iter__(spans)) if r[0] == number), -1)
+            if index < 0:
+                return  # removed from the list: nothing to end
+            row = list.__getitem__(spans, index)
+        extra = chain.from_iterable(attributes.items()) if attributes else ()
+        list.__setitem__(spans, index, (*row[:5], self._clock(), *row[6:], *extra))
 
 
 class span:  # noqa: N801 - used like a function: ``with span(rec, ...) as sid``

@@ -28,18 +28,24 @@ class SpanRecorder(Protocol):
         ...
 
 
-#: A stored span: ``(number, parent_id, name, kind, start, end, key1, value1, key2, value2, ...)``.
-#: One flat tuple of strings and numbers per span: a single allocation, and once the garbage
-#: collector has seen it, no longer tracked (a long run keeps four spans per RunTurn; records
-#: with a dict inside would stay tracked, and every full collection would walk them all again).
+#: A stored span. Open: ``(span_id, parent_id, name, kind, start, None, attributes)``. Ended:
+#: ``(span_id, parent_id, name, kind, start, end, key1, value1, key2, value2, ...)``, one flat
+#: tuple of strings and numbers: a single allocation that the garbage collector stops tracking
+#: once it has seen it (a long run keeps four spans per RunTurn; a record holding a dict would
+#: stay tracked, and every full collection would walk them all again).
 Row = tuple[Any, ...]
-_FIELDS = {"parent_id": 1, "name": 2, "kind": 3, "start": 4, "end": 5}
+_FIELDS = {"span_id": 0, "parent_id": 1, "name": 2, "kind": 3, "start": 4, "end": 5}
 _KEYS = ("span_id", "parent_id", "name", "kind", "start", "end", "attributes")
 
 
-def _row(number: int, parent_id: str | None, name: str, kind: str, start: float,
-         end: float | None, attributes: Mapping[str, Any] | None) -> Row:
-    return (number, parent_id, name, kind, start, end, *chain.from_iterable((attributes or {}).items()))
+def _attributes(row: Row) -> dict[str, Any]:
+    if row[5] is None:  # open
+        return dict(row[6])
+    return dict(zip(row[6::2], row[7::2]))
+
+
+def _ended(row: Row, end: float, attributes: dict[str, Any]) -> Row:
+    return (*row[:5], end, *chain.from_iterable(attributes.items()))
 
 
 class SpanRecord(Mapping[str, Any]):
@@ -52,18 +58,12 @@ class SpanRecord(Mapping[str, Any]):
     def __init__(self, row: Row) -> None:
         self.row = row
 
-    @property
-    def span_id(self) -> str:
-        return f"span-{self.row[0]}"
-
     def __getitem__(self, key: str) -> Any:
         index = _FIELDS.get(key)
         if index is not None:
             return self.row[index]
-        if key == "span_id":
-            return self.span_id
         if key == "attributes":
-            return dict(zip(self.row[6::2], self.row[7::2]))  # a later key overrides
+            return _attributes(self.row)
         raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
@@ -82,11 +82,9 @@ class SpanRecord(Mapping[str, Any]):
 def _as_row(span: Any) -> Row:
     if isinstance(span, SpanRecord):
         return span.row
-    number = _span_number(span["span_id"])
-    if number is None:
-        raise ValueError(f"not a span of this recorder: {span!r}")
-    return _row(number, span["parent_id"], span["name"], span["kind"], span["start"], span["end"],
-                span["attributes"])
+    row = (span["span_id"], span["parent_id"], span["name"], span["kind"], span["start"], None)
+    attributes = dict(span["attributes"])
+    return row + (attributes,) if span["end"] is None else _ended(row, span["end"], attributes)
 
 
 class SpanList(list):  # type: ignore[type-arg]
@@ -142,28 +140,29 @@ class MemorySpanRecorder:
     def start(
         self, name: str, kind: str, parent_id: str | None, attributes: dict[str, Any] | None = None
     ) -> str:
-        self._count = number = self._count + 1
-        span_id = f"span-{number}"
+        self._count += 1
+        span_id = f"span-{self._count}"
         self._open[span_id] = len(self.spans)
-        list.append(self.spans, _row(number, parent_id, name, kind, self._clock(), None, attributes))
+        row = (span_id, parent_id, name, kind, self._clock(), None, dict(attributes) if attributes else {})
+        list.append(self.spans, row)
         return span_id
 
     def end(self, span_id: str, attributes: dict[str, Any] | None = None) -> None:
         index = self._open.pop(span_id, None)
-        number = _span_number(span_id)
         if index is None:
+            number = _span_number(span_id)
             if number is None or not 0 < number <= self._count:
                 raise KeyError(f"unknown span {span_id!r}")
             return  # ending twice is harmless: keep the first end time
         spans = self.spans
         row = list.__getitem__(spans, index) if index < len(spans) else None
-        if row is None or row[0] != number:  # the list was edited since: find the span again
-            index = next((i for i, r in enumerate(list.__iter__(spans)) if r[0] == number), -1)
+        if row is None or row[0] != span_id:  # the list was edited since: find the span again
+            index = next((i for i, r in enumerate(list.__iter__(spans)) if r[0] == span_id), -1)
             if index < 0:
                 return  # removed from the list: nothing to end
             row = list.__getitem__(spans, index)
-        extra = chain.from_iterable(attributes.items()) if attributes else ()
-        list.__setitem__(spans, index, (*row[:5], self._clock(), *row[6:], *extra))
+        merged = {**row[6], **attributes} if attributes else row[6]
+        list.__setitem__(spans, index, _ended(row, self._clock(), merged))
 
 
 class span:  # noqa: N801 - used like a function: ``with span(rec, ...) as sid``

@@ -1,7 +1,7 @@
 """Trace spans for 003's mandatory instrumentation points (turn, model call, tool, veto chain).
 
-The loop talks to a ``SpanRecorder``; ``MemorySpanRecorder`` keeps spans (read as ``SpanRecord``s,
-like dicts shaped like ``conformance.boundary.adapter.Span``) for the adapter to report,
+The loop talks to a ``SpanRecorder``; ``MemorySpanRecorder`` keeps ``SpanRecord``s (read like
+dicts shaped like ``conformance.boundary.adapter.Span``) for the adapter to report,
 ``otel.OTelSpanRecorder`` exports them.
 Kinds used: session, turn, model_call, tool, veto_chain (and hook, other).
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from itertools import chain
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,102 +27,63 @@ class SpanRecorder(Protocol):
         ...
 
 
-#: A stored span. Open: ``(span_id, parent_id, name, kind, start, None, attributes)``. Ended:
-#: ``(span_id, parent_id, name, kind, start, end, key1, value1, key2, value2, ...)``, one flat
-#: tuple of strings and numbers: a single allocation that the garbage collector stops tracking
-#: once it has seen it (a long run keeps four spans per RunTurn; a record holding a dict would
-#: stay tracked, and every full collection would walk them all again).
-Row = tuple[Any, ...]
-_FIELDS = {"span_id": 0, "parent_id": 1, "name": 2, "kind": 3, "start": 4, "end": 5}
-_KEYS = ("span_id", "parent_id", "name", "kind", "start", "end", "attributes")
-
-
-def _attributes(row: Row) -> dict[str, Any]:
-    if row[5] is None:  # open
-        return dict(row[6])
-    return dict(zip(row[6::2], row[7::2]))
-
-
-def _ended(row: Row, end: float, attributes: dict[str, Any]) -> Row:
-    return (*row[:5], end, *chain.from_iterable(attributes.items()))
-
-
 class SpanRecord(Mapping[str, Any]):
     """One span, read like the dict ``{span_id, parent_id, name, kind, start, end, attributes}``
-    (``s["kind"]``, ``dict(s)``, ``s == {...}``, ``Span.model_validate(s)``): a read-only view
-    of a stored row (``attributes`` is a new dict on each read)."""
+    (``s["kind"]``, ``dict(s)``, ``s == {...}``, ``Span.model_validate(s)``).
 
-    __slots__ = ("row",)
+    A slotted record, not a dict: a run keeps one per span (four per RunTurn), so their size is
+    much of what a long run holds. The id is kept as its number and spelled ``span-<n>`` on read.
+    (Measured against a dict per span and a flat tuple per span, which the garbage collector
+    stops tracking: this is the cheapest to start and end, and the turn loop's time is spent
+    there, not in the collector.)
+    """
 
-    def __init__(self, row: Row) -> None:
-        self.row = row
+    __slots__ = ("number", "parent_id", "name", "kind", "start", "end", "attributes")
+    _KEYS = ("span_id", "parent_id", "name", "kind", "start", "end", "attributes")
+
+    def __init__(
+        self,
+        number: int,
+        parent_id: str | None,
+        name: str,
+        kind: str,
+        start: float,
+        attributes: dict[str, Any],
+    ) -> None:
+        self.number = number
+        self.parent_id = parent_id
+        self.name = name
+        self.kind = kind
+        self.start = start
+        self.end: float | None = None
+        self.attributes = attributes
+
+    @property
+    def span_id(self) -> str:
+        return f"span-{self.number}"
 
     def __getitem__(self, key: str) -> Any:
-        index = _FIELDS.get(key)
-        if index is not None:
-            return self.row[index]
-        if key == "attributes":
-            return _attributes(self.row)
-        raise KeyError(key)
+        if key not in self._KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(_KEYS)
+        return iter(self._KEYS)
 
     def __len__(self) -> int:
-        return len(_KEYS)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {key: self[key] for key in _KEYS}
+        return len(self._KEYS)
 
     def __repr__(self) -> str:
-        return f"SpanRecord({self.as_dict()!r})"
+        return f"SpanRecord({dict(self)!r})"
 
 
-def _as_row(span: Any) -> Row:
-    if isinstance(span, SpanRecord):
-        return span.row
-    row = (span["span_id"], span["parent_id"], span["name"], span["kind"], span["start"], None)
-    attributes = dict(span["attributes"])
-    return row + (attributes,) if span["end"] is None else _ended(row, span["end"], attributes)
-
-
-class SpanList(list):  # type: ignore[type-arg]
-    """``MemorySpanRecorder.spans``: a list of stored rows that reads (index, iteration) as
-    ``SpanRecord``s and takes SpanRecords (or span dicts) on writes, so it can be used like the
-    list of span dicts it stands for (filtered in place, say)."""
-
-    def __getitem__(self, index: Any) -> Any:
-        item = list.__getitem__(self, index)
-        if isinstance(index, slice):
-            return [SpanRecord(row) for row in item]
-        return SpanRecord(item)
-
-    def __iter__(self) -> Iterator[SpanRecord]:  # type: ignore[override]
-        return map(SpanRecord, list.__iter__(self))
-
-    def __reversed__(self) -> Iterator[SpanRecord]:
-        return map(SpanRecord, list.__reversed__(self))
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, slice):
-            list.__setitem__(self, index, [_as_row(span) for span in value])
-        else:
-            list.__setitem__(self, index, _as_row(value))
-
-    def append(self, span: Any) -> None:
-        list.append(self, _as_row(span))
-
-    def extend(self, spans: Any) -> None:
-        list.extend(self, [_as_row(span) for span in spans])
-
-
-def _span_number(span_id: Any) -> int | None:
+def _span_number(span_id: str) -> int | None:
     prefix, _, number = span_id.partition("-") if isinstance(span_id, str) else ("", "", "")
     return int(number) if prefix == "span" and number.isdigit() else None
 
 
 class MemorySpanRecorder:
-    """Keeps every span, in start order, in ``spans`` (read as ``SpanRecord``s, shaped like
+    """Keeps every span, in start order, as a ``SpanRecord`` (read like a dict shaped like
     ``conformance.boundary.adapter.Span``). ``clock`` is in seconds (inject the harness clock for
     reproducible traces).
 
@@ -134,35 +94,30 @@ class MemorySpanRecorder:
     def __init__(self, clock: Callable[[], float] | None = None) -> None:
         self._clock = clock or time.monotonic
         self._count = 0
-        self.spans = SpanList()
-        self._open: dict[str, int] = {}  # span id -> its index in ``spans``, until it ends
+        self.spans: list[SpanRecord] = []
+        self._open: dict[str, SpanRecord] = {}  # only spans not yet ended: nothing per span kept
 
     def start(
         self, name: str, kind: str, parent_id: str | None, attributes: dict[str, Any] | None = None
     ) -> str:
-        self._count += 1
-        span_id = f"span-{self._count}"
-        self._open[span_id] = len(self.spans)
-        row = (span_id, parent_id, name, kind, self._clock(), None, dict(attributes) if attributes else {})
-        list.append(self.spans, row)
+        self._count = number = self._count + 1
+        # The attributes dict is kept as given (``end`` adds to it): callers pass a fresh one.
+        span = SpanRecord(number, parent_id, name, kind, self._clock(), attributes if attributes is not None else {})
+        self.spans.append(span)
+        span_id = f"span-{number}"
+        self._open[span_id] = span
         return span_id
 
     def end(self, span_id: str, attributes: dict[str, Any] | None = None) -> None:
-        index = self._open.pop(span_id, None)
-        if index is None:
+        span = self._open.pop(span_id, None)
+        if span is None:
             number = _span_number(span_id)
             if number is None or not 0 < number <= self._count:
                 raise KeyError(f"unknown span {span_id!r}")
             return  # ending twice is harmless: keep the first end time
-        spans = self.spans
-        row = list.__getitem__(spans, index) if index < len(spans) else None
-        if row is None or row[0] != span_id:  # the list was edited since: find the span again
-            index = next((i for i, r in enumerate(list.__iter__(spans)) if r[0] == span_id), -1)
-            if index < 0:
-                return  # removed from the list: nothing to end
-            row = list.__getitem__(spans, index)
-        merged = {**row[6], **attributes} if attributes else row[6]
-        list.__setitem__(spans, index, _ended(row, self._clock(), merged))
+        span.end = self._clock()
+        if attributes:
+            span.attributes.update(attributes)
 
 
 class span:  # noqa: N801 - used like a function: ``with span(rec, ...) as sid``
@@ -182,7 +137,7 @@ class span:  # noqa: N801 - used like a function: ``with span(rec, ...) as sid``
         **attrs: Any,
     ) -> None:
         self._recorder = recorder
-        self._args = (name, kind, parent_id, attrs)
+        self._args = (name, kind, parent_id, attrs)  # attrs: a fresh dict (kwargs)
         self.span_id: str | None = None
 
     def __enter__(self) -> str:

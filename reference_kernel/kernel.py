@@ -389,15 +389,7 @@ class LoopCore:
         o = int(chunk.get("output_tokens") or 0)
         c = int(chunk.get("cached_input_tokens") or 0)
         cost = compute_cost(self.pricing, i, o, c)
-        event = UsageEvent(
-            session_id=turn.session_id,
-            turn_id=turn.turn_id,
-            model=self.profile.model,
-            input_tokens=i,
-            output_tokens=o,
-            cached_input_tokens=c,
-            cost_usd=cost,
-        )
+        event = UsageEvent(turn.session_id, turn.turn_id, self.profile.model, i, o, c, cost)
         self.usage.append(event)
         if ledger_key is not None:
             self.ledger.charge(ledger_key, cost)

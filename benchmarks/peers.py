@@ -13,9 +13,10 @@ pinned environment, ``$AKC_ENVS_DIR/<peer>`` (default ``~/.cache/akc/envs``, bui
 ``scripts/make_envs.sh``); without one it is reported "not installed" and skipped.
 openai-agents runs with tracing disabled (its default exporter sends traces to OpenAI).
 
-Each (loop, N) runs in a child process, ``--repeat`` times in a row (the fastest counts), capped
-by ``--timeout`` seconds of wall time and ``--max-rss-mb`` of resident memory (the parent polls the
-child's RSS and stops it); a stopped run reports how many turns it had done and its last numbers.
+Each (loop, N) runs in a child process: imports and a 5-turn warm-up run, then ``--repeat`` runs in
+a row (the fastest counts), capped by ``--timeout`` seconds of wall time from the end of the
+warm-up and by ``--max-rss-mb`` of resident memory (the parent polls the child's RSS and stops
+it); a stopped run reports how many turns it had done and its last numbers.
 
 Reported per (loop, N): ``us_per_turn`` = CPU time of the process (``time.process_time``) for the
 run / N, and ``mb_per_1k_turns`` = RSS held after the run (the loop's kept objects still
@@ -48,6 +49,7 @@ BARE = ("asyncio", "anyio", "kernel")
 PEERS = ("pydantic-ai", "openai-agents", "smolagents")
 LOOPS = BARE + PEERS
 USAGE = {"input_tokens": 10, "output_tokens": 5}
+IMPORT_CAP_S = 300  # wall seconds for a child's imports and warm-up run
 
 
 # --------------------------------------------------------------------------- the child side
@@ -197,6 +199,7 @@ def driver(loop: str, turns: int, progress: Progress) -> Callable[[], Any]:
 
 def child(loop: str, turns: int, repeat: int) -> None:
     driver(loop, 5, Progress(every=10**9))()  # warm up: imports and first-call caches are not turns
+    _emit({"ready": True})
     best: dict[str, Any] | None = None
     for _ in range(repeat):
         progress = Progress()
@@ -216,6 +219,9 @@ def child(loop: str, turns: int, repeat: int) -> None:
             best = row
     assert best is not None
     _emit({"done": turns, **best})
+    # Interpreter teardown is not part of the measurement, and a framework's exit handlers may
+    # wait on the network (openai-agents' trace exporter does, tracing disabled or not).
+    os._exit(0)
 
 
 # --------------------------------------------------------------------------- the parent side
@@ -260,13 +266,18 @@ def measure(loop: str, turns: int, repeat: int, timeout: float, max_rss: int) ->
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline, stopped, peak = time.monotonic() + timeout, None, 0
+    # The time cap counts from the end of the warm-up run (imports of a big framework on a busy
+    # machine can take a minute); the imports get a cap of their own.
+    deadline, stopped, peak = time.monotonic() + IMPORT_CAP_S, None, 0
+    ready = False
     while proc.poll() is None:
+        if not ready and any("ready" in line for line in lines):
+            ready, deadline = True, time.monotonic() + timeout
         peak = max(peak, _child_rss(proc.pid))
         if peak > max_rss:
             stopped = f"stopped: RSS over {max_rss // 2**20} MiB"
         elif time.monotonic() > deadline:
-            stopped = f"stopped: over {timeout:g} s"
+            stopped = f"stopped: over {timeout:g} s" if ready else f"stopped: not ready after {IMPORT_CAP_S} s"
         if stopped:
             proc.kill()
             break
@@ -302,7 +313,7 @@ def describe(row: dict[str, Any]) -> str:
     if "turns_done" in row:
         return (f"{head}  {row['status']}: {row['us_per_turn']:,.1f} µs/turn over the first "
                 f"{row['turns_done']:,} turns, RSS {row['rss_mb']:,.0f} MB (load {row['load']})")
-    return f"{head}  {row['status']} (load {row.get('load')})"
+    return f"{head}  {row['status']}" + (f" (load {row['load']})" if "load" in row else "")
 
 
 def main() -> None:

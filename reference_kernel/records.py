@@ -61,7 +61,7 @@ class ToolCallRecord(NamedTuple):
     """One tool call as the journal records it (001's ToolCallRecord).
 
     A named tuple, not a pydantic model: the loop makes one per tool call, on the hot path;
-    pydantic validates it at the boundary (``conformance.adapter.ToolCallRecord``, via
+    pydantic validates it at the boundary (``conformance.boundary.adapter.ToolCallRecord``, via
     ``as_dict()``). ``model_copy(update=...)`` is kept so it reads like the other records.
     """
 

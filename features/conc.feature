@@ -38,7 +38,7 @@ Feature: Turn-level tool-call concurrency
     And calls "a1" and "b1" must meet
     When the kernel runs
     Then calls "a1" and "b1" ran at the same time
-    And the run ends with subtype "success"
+    And 2 tool calls ran
 
   @CONC-001
   Scenario: Calls to one safe data-source tool without key fields each have a key of their own

@@ -12,6 +12,8 @@ from typing import Any
 
 import reference_kernel
 from conformance.boundary.adapter import (
+    OBSERVATIONS,
+    native,
     AdapterInfo,
     Doubles,
     JournalDump,
@@ -23,7 +25,7 @@ from conformance.boundary.adapter import (
     run_user_messages,
 )
 from conformance.boundary.adapter import UsageEvent as UsageOut
-from conformance.boundary.scenario import Scenario, ToolDef, UserMessage
+from conformance.boundary.scenario import COMMONAGENT_HOOK_POINTS, KERNEL_HOOK_POINTS, Scenario, ToolDef, UserMessage
 from reference_kernel.agent import CommonAgent
 from reference_kernel.cancel import CancellationToken
 from reference_kernel.concurrency import ConcurrencySpec
@@ -262,6 +264,8 @@ class ReferenceAdapter:
         profiles=["kernel", "commonagent"],
         capabilities=list(CAPABILITIES),
         doom_loop_subtype=DOOM_LOOP,
+        # Everything the suite names is the reference kernel's own.
+        mechanisms=native([*KERNEL_HOOK_POINTS, *COMMONAGENT_HOOK_POINTS, *CAPABILITIES, *OBSERVATIONS], "reference_kernel:"),
     )
 
     def __init__(

@@ -17,14 +17,19 @@ class Cancelled(Exception):
 class CancellationToken:
     """Cancel once; every scope opened from it and every child token is cancelled too."""
 
-    __slots__ = ("_cancelled", "_children", "_scopes", "_parent")
+    __slots__ = ("_cancelled", "_children", "_scopes", "_parent", "_scope_class")
 
     def __init__(self, parent: CancellationToken | None = None) -> None:
         self._cancelled = False
         self._children: list[CancellationToken] = []
         self._scopes: list[anyio.CancelScope] = []
         self._parent = parent
+        #: The running backend's CancelScope class, found on the first ``scope()``: the
+        #: ``anyio.CancelScope()`` factory asks sniffio which backend runs on every call, and
+        #: that lookup costs as much as the scope itself. A token lives on one event loop.
+        self._scope_class: type[anyio.CancelScope] | None = None
         if parent is not None:
+            self._scope_class = parent._scope_class
             if parent._cancelled:
                 self._cancelled = True
             else:
@@ -74,7 +79,12 @@ class _TokenScope:
 
     def __init__(self, token: CancellationToken) -> None:
         self._token = token
-        self._scope = anyio.CancelScope()
+        scope_class = token._scope_class
+        if scope_class is None:
+            self._scope = anyio.CancelScope()
+            token._scope_class = type(self._scope)
+        else:
+            self._scope = scope_class()
 
     def __enter__(self) -> anyio.CancelScope:
         if self._token._cancelled:

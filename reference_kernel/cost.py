@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,7 +31,7 @@ def compute_cost(
     ) / 1e6
 
 
-@dataclass
+@dataclass(slots=True)
 class _Node:
     parent: str | None
     remaining: float
@@ -42,12 +41,16 @@ class _Node:
 
 class CostLedger:
     """remaining(child) = min(remaining(parent) at spawn, own max ?? +inf); every charge is
-    subtracted at every session from the spender up to the root, atomically (a threading lock,
-    no await inside), so a bound cannot be dodged by spending in sub-agents."""
+    subtracted at every session from the spender up to the root, atomically, so a bound cannot be
+    dodged by spending in sub-agents.
+
+    Atomic without a lock: the loop charges from its event loop's thread only, and no method
+    awaits, so no other task sees a charge half done (a lock would be pure cost on every usage
+    event).
+    """
 
     def __init__(self) -> None:
         self._nodes: dict[str, _Node] = {}
-        self._lock = threading.Lock()
 
     def open_session(
         self, session_id: str, parent_id: str | None = None, max_cost_usd: float | None = None
@@ -55,18 +58,17 @@ class CostLedger:
         if max_cost_usd is not None and (math.isnan(max_cost_usd) or max_cost_usd < 0):
             raise ConfigError("max_cost_usd", f"must be >= 0, got {max_cost_usd!r}")
         own = math.inf if max_cost_usd is None else float(max_cost_usd)
-        with self._lock:
-            if session_id in self._nodes:
-                raise ValueError(f"cost ledger: session {session_id!r} is already open")
-            if parent_id is None:
-                remaining = own
-            else:
-                parent = self._nodes.get(parent_id)
-                if parent is None:
-                    raise KeyError(f"cost ledger: unknown parent session {parent_id!r}")
-                remaining = min(parent.remaining, own)
-                parent.children.append(session_id)
-            self._nodes[session_id] = _Node(parent=parent_id, remaining=remaining)
+        if session_id in self._nodes:
+            raise ValueError(f"cost ledger: session {session_id!r} is already open")
+        if parent_id is None:
+            remaining = own
+        else:
+            parent = self._nodes.get(parent_id)
+            if parent is None:
+                raise KeyError(f"cost ledger: unknown parent session {parent_id!r}")
+            remaining = min(parent.remaining, own)
+            parent.children.append(session_id)
+        self._nodes[session_id] = _Node(parent=parent_id, remaining=remaining)
 
     def _node(self, session_id: str) -> _Node:
         try:
@@ -76,32 +78,28 @@ class CostLedger:
 
     def remaining(self, session_id: str) -> float:
         """remaining_cost_budget_usd of the session (may be +inf)."""
-        with self._lock:
-            return self._node(session_id).remaining
+        return self._node(session_id).remaining
 
     def spent(self, session_id: str) -> float:
         """Own spend plus every descendant's."""
-        with self._lock:
-            return self._node(session_id).spent
+        return self._node(session_id).spent
 
     def exhausted(self, session_id: str) -> bool:
-        with self._lock:
-            return self._node(session_id).remaining <= 0
+        return self._node(session_id).remaining <= 0
 
     def charge(self, session_id: str, cost_usd: float) -> list[str]:
         """Subtract ``cost_usd`` on the path to the root; return the sessions now at <= 0
         (spender first, root last)."""
         if math.isnan(cost_usd) or cost_usd < 0:
             raise ValueError(f"cost ledger: cost must be >= 0, got {cost_usd!r}")
+        node: _Node | None = self._node(session_id)
+        current: str | None = session_id
         fired: list[str] = []
-        with self._lock:
-            current: str | None = session_id
-            self._node(session_id)
-            while current is not None:
-                node = self._nodes[current]
-                node.remaining -= cost_usd
-                node.spent += cost_usd
-                if node.remaining <= 0:
-                    fired.append(current)
-                current = node.parent
+        while node is not None:
+            node.remaining -= cost_usd
+            node.spent += cost_usd
+            if node.remaining <= 0:
+                fired.append(current)  # type: ignore[arg-type]
+            current = node.parent
+            node = self._nodes[current] if current is not None else None
         return fired

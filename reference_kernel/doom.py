@@ -9,8 +9,11 @@ from collections import deque
 from typing import Any
 
 from reference_kernel.errors import ConfigError
+from reference_kernel.jsontext import compact_encoder
 
 DEFAULT_THRESHOLD = 3
+
+_canonical = compact_encoder(sort_keys=True)
 
 
 def canonical_json(value: Any) -> str:
@@ -27,17 +30,23 @@ def canonical_json(value: Any) -> str:
         if not isinstance(parsed, (dict, list)):
             return value
         value = parsed
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _canonical(value)
+
+
+def call_key(tool_name: str, args: Any) -> str:
+    """``tool_name NUL canonicalize(input_json)``: two calls are the same call when their keys are
+    equal. The detector compares keys (exact, and no digest to compute per call)."""
+    return f"{tool_name}\0{canonical_json(args)}"
 
 
 def call_hash(tool_name: str, args: Any) -> str:
-    """hash_of(call) = sha256(tool_name NUL canonicalize(input_json)), hex."""
-    data = tool_name.encode("utf-8") + b"\0" + canonical_json(args).encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+    """hash_of(call) = sha256(call_key(tool_name, args)), hex: equal exactly when the keys are."""
+    return hashlib.sha256(call_key(tool_name, args).encode("utf-8")).hexdigest()
 
 
 class DoomLoopDetector:
-    """Keeps the last ``window_size`` call hashes of a session (resource and data-source calls)."""
+    """Keeps the last ``window_size`` calls of a session (resource and data-source calls), by
+    their ``call_key`` (what ``call_hash`` digests; comparing the keys is the same test, exactly)."""
 
     def __init__(self, threshold: int | None = DEFAULT_THRESHOLD, window_size: int | None = None):
         if threshold is None:
@@ -58,14 +67,18 @@ class DoomLoopDetector:
         self._hashes: deque[str] = deque(maxlen=window_size)
 
     def record(self, tool_name: str, args: Any) -> None:
-        self._hashes.append(call_hash(tool_name, args))
+        self._hashes.append(call_key(tool_name, args))
 
     def fired(self) -> bool:
         """True when the most recent ``threshold`` hashes exist and are all identical."""
-        if len(self._hashes) < self.threshold:
+        hashes, threshold = self._hashes, self.threshold
+        if len(hashes) < threshold:
             return False
-        recent = list(self._hashes)[-self.threshold :]
-        return all(h == recent[0] for h in recent)
+        last = hashes[-1]
+        for back in range(2, threshold + 1):  # newest first: a differing call stops it at once
+            if hashes[-back] != last:
+                return False
+        return True
 
     def reset(self) -> None:
         self._hashes.clear()

@@ -1,17 +1,27 @@
 """001's Journal: where the loop records sessions, turns, messages, tool calls (and, our extra,
 usage with cost). ``MemoryJournal`` keeps everything in memory, in storage order.
 
-Every message and argument is copied through JSON on the way in, so a journal never aliases the
-loop's live objects and the in-memory and SQLite journals behave the same.
+``MemoryJournal`` stores messages and tool-call rows ``marshal``-encoded: encoding is the copy (a
+journal never aliases the loop's live objects; what is not plain data is refused on the way in),
+and bytes are compact and invisible to the garbage collector, which matters for a journal that
+keeps every message of a long run. (marshal, not JSON text: a third of the cost on every
+message. It keeps what JSON would turn into something else or refuse, such as tuples, NaN or
+a non-string key; the SQLite journal stores JSON text and refuses NaN.) Usage events are
+immutable tuples of scalars and are kept as they are. Reads (``load_history``, ``dump``) decode
+fresh objects.
 """
 
 from __future__ import annotations
 
+import json
+import marshal
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from reference_kernel.errors import UnknownSessionError, UnknownTurnError
 from reference_kernel.ids import IdGenerator
+from reference_kernel.jsontext import compact_encoder
 from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, TurnStatus, UsageEvent
 
 
@@ -61,10 +71,36 @@ def json_copy(value: Any, what: str) -> Any:
         raise ValueError(f"journal: {what} is not JSON-serialisable: {exc}") from None
 
 
-def check_message(message: Any) -> dict[str, Any]:
+#: Compact, UTF-8 kept, NaN and infinities refused (they are not JSON); keys are strings in JSON,
+#: so a non-string key is written as ``json.dumps`` writes it.
+_encode = compact_encoder(allow_nan=False)
+
+
+def to_json(value: Any, what: str) -> str:
+    """JSON text of ``value``; refuses what cannot be stored as JSON, naming it."""
+    try:
+        return _encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"journal: {what} is not JSON-serialisable: {exc}") from None
+
+
+def _check_role(message: Any) -> None:
     if not isinstance(message, dict) or not isinstance(message.get("role"), str):
         raise ValueError(f"journal: a message must be a dict with a 'role', got {message!r}")
-    return json_copy(message, "message")
+
+
+def _stored(value: Any, what: str) -> bytes:
+    """A private copy of plain data (dict, list, str, numbers, ...); refuses any other object."""
+    try:
+        return marshal.dumps(value)
+    except ValueError as exc:
+        raise ValueError(f"journal: {what} is not JSON-serialisable data: {exc}") from None
+
+
+def message_json(message: Any) -> str:
+    """A message (a dict with a string ``role``) as JSON text."""
+    _check_role(message)
+    return to_json(message, "message")
 
 
 def session_record(session_id: str, session: NewSession) -> dict[str, Any]:
@@ -78,28 +114,40 @@ def session_record(session_id: str, session: NewSession) -> dict[str, Any]:
     }
 
 
-def tool_call_row(turn: TurnInfo, record: ToolCallRecord) -> dict[str, Any]:
+def tool_call_json(turn: TurnInfo, record: ToolCallRecord) -> str:
+    """The journal row of a tool call (``{session_id, turn_id, **record}``) as JSON text."""
     row = {"session_id": turn.session_id, "turn_id": turn.turn_id}
-    row.update(json_copy(record.as_dict(), f"tool call {record.call_id!r}"))
-    return row
+    row.update(record.as_dict())
+    return to_json(row, f"tool call {record.call_id!r}")
 
 
-def add_costs(totals: dict[str, float], tags: list[str], cost_usd: float) -> None:
+def add_costs(totals: dict[str, float], tags: Iterable[str], cost_usd: float) -> None:
     for tag in set(tags):
         totals[tag] += cost_usd
 
 
+_TOOL_CALL_FIELDS = ("session_id", "turn_id", *ToolCallRecord._fields)
+
+
 class MemoryJournal:
-    """001's MemoryJournal: everything in memory, for tests and the embedded reference kernel."""
+    """001's MemoryJournal: everything in memory, for tests and the embedded reference kernel.
+
+    Not locked: it is used from one event loop (no method awaits in the middle of a change).
+    """
 
     def __init__(self, ids: IdGenerator | None = None) -> None:
         self._ids = ids or IdGenerator()
         self._sessions: dict[str, dict[str, Any]] = {}
         self._turns: dict[str, dict[str, Any]] = {}  # turn_id -> {"turn", "status"}
-        self._messages: list[dict[str, Any]] = []
-        self._history: dict[str, list[dict[str, Any]]] = {}
-        self._tool_calls: list[dict[str, Any]] = []
-        self._usage: list[tuple[dict[str, Any], list[str]]] = []
+        # Messages in storage order: each one's (session_id, turn_id), one tuple per turn, and
+        # its data, side by side (no tuple per message: fewer objects for the collector).
+        self._message_turns: list[tuple[str, str]] = []
+        self._message_data: list[bytes] = []
+        self._turn_keys: dict[str, tuple[str, str]] = {}
+        self._history: dict[str, list[bytes]] = {}  # session_id -> its messages, in order
+        self._tool_calls: list[bytes] = []  # rows
+        self._usage: list[UsageEvent] = []
+        self._usage_tags: list[tuple[str, ...]] = []  # each event's turn's tags
 
     def _require_session(self, session_id: str) -> None:
         if session_id not in self._sessions:
@@ -116,7 +164,7 @@ class MemoryJournal:
 
     async def load_history(self, session_id: str) -> list[dict[str, Any]]:
         self._require_session(session_id)
-        return json_copy(self._history[session_id], "history")
+        return [marshal.loads(data) for data in self._history[session_id]]
 
     async def start_turn(self, turn: TurnInfo) -> None:
         self._require_session(turn.session_id)
@@ -125,16 +173,22 @@ class MemoryJournal:
         self._turns[turn.turn_id] = {"turn": turn.as_dict(), "status": None}
 
     async def append_message(self, turn: TurnInfo, message: dict[str, Any]) -> None:
-        self._require_session(turn.session_id)
-        stored = check_message(message)
-        self._messages.append(
-            {"session_id": turn.session_id, "turn_id": turn.turn_id, "message": stored}
-        )
-        self._history[turn.session_id].append(stored)
+        history = self._history.get(turn.session_id)
+        if history is None:
+            raise UnknownSessionError(turn.session_id)
+        _check_role(message)
+        data = _stored(message, "message")
+        key = self._turn_keys.get(turn.turn_id)
+        if key is None or key[0] != turn.session_id:
+            key = self._turn_keys[turn.turn_id] = (turn.session_id, turn.turn_id)
+        self._message_turns.append(key)
+        self._message_data.append(data)
+        history.append(data)
 
     async def record_tool_call(self, turn: TurnInfo, record: ToolCallRecord) -> None:
         self._require_session(turn.session_id)
-        self._tool_calls.append(tool_call_row(turn, record))
+        row = (turn.session_id, turn.turn_id, *record)  # decoded with _TOOL_CALL_FIELDS
+        self._tool_calls.append(_stored(row, f"tool call {record.call_id!r}"))
 
     async def finish_turn(self, turn: TurnInfo, status: TurnStatus) -> None:
         entry = self._turns.get(turn.turn_id)
@@ -144,27 +198,28 @@ class MemoryJournal:
 
     async def record_usage(self, turn: TurnInfo, event: UsageEvent) -> None:
         self._require_session(event.session_id)
-        self._usage.append((event.as_dict(), list(turn.tags)))
+        self._usage.append(event)
+        self._usage_tags.append(tuple(turn.tags))
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
         record = self._sessions.get(session_id)
         return json_copy(record, "session") if record is not None else None
 
     async def dump(self) -> dict[str, Any]:
-        return json_copy(
-            {
-                "sessions": list(self._sessions.values()),
-                "turns": list(self._turns.values()),
-                "messages": self._messages,
-                "tool_calls": self._tool_calls,
-                "usage": [event for event, _ in self._usage],
-            },
-            "journal",
-        )
+        return {
+            "sessions": json_copy(list(self._sessions.values()), "sessions"),
+            "turns": json_copy(list(self._turns.values()), "turns"),
+            "messages": [
+                {"session_id": session_id, "turn_id": turn_id, "message": marshal.loads(data)}
+                for (session_id, turn_id), data in zip(self._message_turns, self._message_data)
+            ],
+            "tool_calls": [dict(zip(_TOOL_CALL_FIELDS, marshal.loads(data))) for data in self._tool_calls],
+            "usage": [event.as_dict() for event in self._usage],
+        }
 
     async def cost_by_tag(self) -> dict[str, float]:
         """What CommonBill does: each usage event's cost counted once under each tag of its turn."""
         totals: dict[str, float] = defaultdict(float)
-        for event, tags in self._usage:
-            add_costs(totals, tags, event["cost_usd"])
+        for event, tags in zip(self._usage, self._usage_tags):
+            add_costs(totals, tags, event.cost_usd)
         return dict(totals)

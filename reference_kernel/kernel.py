@@ -389,15 +389,7 @@ class LoopCore:
         o = int(chunk.get("output_tokens") or 0)
         c = int(chunk.get("cached_input_tokens") or 0)
         cost = compute_cost(self.pricing, i, o, c)
-        event = UsageEvent(
-            session_id=turn.session_id,
-            turn_id=turn.turn_id,
-            model=self.profile.model,
-            input_tokens=i,
-            output_tokens=o,
-            cached_input_tokens=c,
-            cost_usd=cost,
-        )
+        event = UsageEvent(turn.session_id, turn.turn_id, self.profile.model, i, o, c, cost)
         self.usage.append(event)
         if ledger_key is not None:
             self.ledger.charge(ledger_key, cost)
@@ -679,17 +671,21 @@ class Kernel(LoopCore):
         return not tool_calls
 
     async def _context_assemble(self, run: RunSession) -> Any:
+        if not self.hooks.at("context-assemble"):  # nobody changes it: no copy
+            if not self.hooks.at("pre-model-call"):  # nobody sees it: no budget either
+                return {"history": run.history}
+            return {"history": run.history, "budget": self._budget(run)}
+        payload = {"history": list(run.history), "budget": self._budget(run)}
+        return await self._dispatch("context-assemble", payload, run.turn, run.turn_span)
+
+    def _budget(self, run: RunSession) -> dict[str, Any]:
         remaining = self.ledger.remaining(run.ledger_key)
-        budget = {
+        return {
             "turns_used": run.turns_used,
             "cost_usd": self.ledger.spent(run.ledger_key),
             "remaining_cost_budget_usd": None if remaining == float("inf") else remaining,
             "elapsed_s": self.clock() - run.started,
         }
-        if not self.hooks.at("context-assemble"):
-            return {"history": run.history, "budget": budget}  # nobody sees it: no copy
-        payload = {"history": list(run.history), "budget": budget}
-        return await self._dispatch("context-assemble", payload, run.turn, run.turn_span)
 
     async def _pre_model_call(self, run: RunSession, payload: Any, limit: str | None) -> dict[str, Any]:
         """Step 2, then the request: system text, the (possibly replaced) history, and on the
@@ -734,6 +730,8 @@ class Kernel(LoopCore):
         return message
 
     async def _post_model_response(self, run: RunSession, message: dict[str, Any]) -> dict[str, Any]:
+        if not self.hooks.at("post-model-response"):
+            return message
         out = await self._dispatch("post-model-response", message, run.turn, run.turn_span)
         return out if isinstance(out, dict) else message
 
@@ -746,6 +744,8 @@ class Kernel(LoopCore):
         run.reply = message.get("text")
 
     async def _dispatch_pre_tool_calls(self, run: RunSession, tool_calls: list[dict[str, Any]]) -> None:
+        if not self.hooks.at("pre-tool-call"):
+            return
         for call in tool_calls:  # declaration order
             await self._dispatch(
                 "pre-tool-call",
@@ -862,18 +862,22 @@ class Kernel(LoopCore):
     async def _post_tool_calls(self, run: RunSession, calls: list[Call]) -> bool:
         """Step 13 in the order the model asked. A terminal tool ends the turn right after its
         own post-tool-call (the remaining dispatches and post-apply are skipped)."""
+        hooked = bool(self.hooks.at("post-tool-call"))
         for c in calls:
-            await self._dispatch(
-                "post-tool-call",
-                {"call": c.call, "result": {"content": c.content, "is_error": c.is_error}},
-                run.turn,
-                run.turn_span,
-            )
+            if hooked:
+                await self._dispatch(
+                    "post-tool-call",
+                    {"call": c.call, "result": {"content": c.content, "is_error": c.is_error}},
+                    run.turn,
+                    run.turn_span,
+                )
             if c.entry is not None and c.entry.spec.terminates_turn:
                 return True
         return False
 
     async def _post_apply(self, run: RunSession, plan: dict[str, Any]) -> None:
+        if not self.hooks.at("post-apply"):
+            return
         await self._dispatch("post-apply", plan, run.turn, run.turn_span)
 
     def _order_results(self, calls: list[Call]) -> list[Call]:

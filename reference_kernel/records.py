@@ -1,5 +1,8 @@
 """001's data types: who is running (TurnInfo), a new session, tool-call and usage records.
 
+TurnInfo and NewSession (one per session run) are frozen pydantic models; the per-call and
+per-model-call records (ToolCallRecord, UsageEvent) are named tuples, made on the hot path.
+
 Messages stay plain dicts in 001's JSON shapes (the canonical form at the adapter boundary):
 ``{"role": "user", "text"}``, ``{"role": "assistant", "text"?, "tool_calls"?: [{"id", "name",
 "args"}]}``, ``{"role": "tool_result", "call_id", "content", "is_error"}``.
@@ -7,7 +10,7 @@ Messages stay plain dicts in 001's JSON shapes (the canonical form at the adapte
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,7 +57,14 @@ class NewSession(_Record):
     parent_session_id: str | None = None
 
 
-class ToolCallRecord(_Record):
+class ToolCallRecord(NamedTuple):
+    """One tool call as the journal records it (001's ToolCallRecord).
+
+    A named tuple, not a pydantic model: the loop makes one per tool call, on the hot path;
+    pydantic validates it at the boundary (``conformance.boundary.adapter.ToolCallRecord``, via
+    ``as_dict()``). ``model_copy(update=...)`` is kept so it reads like the other records.
+    """
+
     call_id: str
     name: str
     args: Any = None
@@ -64,9 +74,19 @@ class ToolCallRecord(_Record):
     duration_ms: float = 0.0
     approval: str | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        return self._asdict()
 
-class UsageEvent(_Record):
-    """One model call's usage with its cost computed at receipt time (003, cost accounting)."""
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> ToolCallRecord:
+        return self._replace(**update) if update else self
+
+
+class UsageEvent(NamedTuple):
+    """One model call's usage with its cost computed at receipt time (003, cost accounting).
+
+    A named tuple of scalars (one per model call; immutable, so the journal keeps it as it is,
+    and the garbage collector stops tracking it); validated at the boundary like ToolCallRecord.
+    """
 
     session_id: str
     turn_id: str | None = None
@@ -75,3 +95,9 @@ class UsageEvent(_Record):
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cost_usd: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> UsageEvent:
+        return self._replace(**update) if update else self

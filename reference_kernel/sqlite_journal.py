@@ -23,9 +23,9 @@ from reference_kernel.errors import UnknownSessionError, UnknownTurnError
 from reference_kernel.ids import IdGenerator
 from reference_kernel.journal import (
     add_costs,
-    check_message,
+    message_json,
     session_record,
-    tool_call_row,
+    tool_call_json,
 )
 from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, TurnStatus, UsageEvent
 
@@ -175,7 +175,7 @@ class SqliteJournal:
         await self._run(do)
 
     async def append_message(self, turn: TurnInfo, message: dict[str, Any]) -> None:
-        data = _dumps(check_message(message))
+        data = message_json(message)
 
         def do(conn: sqlite3.Connection) -> None:
             self._require_session(conn, turn.session_id)
@@ -187,7 +187,7 @@ class SqliteJournal:
         await self._run(do)
 
     async def record_tool_call(self, turn: TurnInfo, record: ToolCallRecord) -> None:
-        data = _dumps(tool_call_row(turn, record))
+        data = tool_call_json(turn, record)
 
         def do(conn: sqlite3.Connection) -> None:
             self._require_session(conn, turn.session_id)

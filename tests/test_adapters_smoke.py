@@ -49,8 +49,12 @@ FRAMEWORKS = [
             "CONC-003": Confirmed("pass", "pydantic_ai/_tool_execution.py:409-411, 994-999"),
             # ...which is also why two providers' unsafe calls cannot overlap (no per-provider lock).
             "CONC-006": Confirmed("fail", "pydantic_ai/_tool_execution.py:409-411, 994-1005"),
-            # There are no tool kinds: interactive calls are in the same parallel segment.
-            "CONC-007": Confirmed("fail", "pydantic_ai/_tool_execution.py:1005"),
+            # Interactive tools are sequential=True barriers, each running alone: one at a time.
+            "CONC-007": Confirmed("pass", "pydantic_ai/_tool_execution.py:409-411, 994-999"),
+            # pre-tool-call is before_tool_validate: all calls validated in order before any runs.
+            "LOOP-007": Confirmed("pass", "pydantic_ai/_tool_execution.py:736-768, 794; pydantic_ai/tool_manager.py:668"),
+            # The precheck is a before_tool_execute hook raising ToolFailed (as openai-agents' guardrail).
+            "GATE-001": Confirmed("pass", "pydantic_ai/exceptions.py:123-134"),
             # request_limit raises UsageLimitExceeded before the next request: no final turn.
             "BOUND-008": Confirmed("fail", "pydantic_ai/usage.py:633-637"),
         },

@@ -16,7 +16,7 @@ import conformance
 ROOT = Path(conformance.__file__).resolve().parent.parent
 
 #: The layers, lowest first. A module may import from its own layer or a lower one, never higher:
-#: commands → self-test/checks → harness → reports, traces, catalog, wire → boundary → base.
+#: commands → self-test, book → checks → harness → reports, traces, catalog, wire → boundary → base.
 LAYERS: list[tuple[str, ...]] = [
     ("conformance", "conformance.errors", "conformance.paths"),
     ("conformance.boundary",),
@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("conformance.report", "conformance.wire", "conformance.httpmodel", "reference_kernel", "conformance.adapters"),
     ("conformance.harness",),
     ("conformance.steps", "conformance.suite", "conformance.catalog.coverage"),
-    ("conformance.selftest",),
+    ("conformance.selftest", "conformance.book"),
     ("conformance.cli", "conformance.__main__"),
 ]
 #: Allowed exceptions, each with its reason.

@@ -63,7 +63,7 @@ def test_a_kernel_that_did_not_run_has_no_verdict_and_says_why() -> None:
     assert "Not run (not installed)" in md
     # never a pass in its column
     table = [ln for ln in md.splitlines() if ln.startswith("| LOOP-001")]
-    assert table == ["| LOOP-001 | MUST | pass | **FAIL** | — |"]
+    assert table == ["| LOOP-001 | MUST | pass | [**FAIL**](conformance-reports/fw.json#LOOP-001) | — |"]
 
 
 def test_failure_paragraph_names_the_areas_and_what_was_observed() -> None:

@@ -72,8 +72,9 @@ Hermes's own choices that the checks see (not the adapter's): registry tools run
 (``agent/tool_dispatch_helpers.py``: only an allowlist of built-in read-only tools and opted-in
 MCP tools run in parallel); identical calls (same name and arguments) in one response are dropped
 but the first (``AIAgent._deduplicate_tool_calls``); ``pre_llm_call`` context is appended *after*
-the user message and stays in the returned history; a spent ``max_iterations`` gets a grace call
-and then a tool-less summary call; a failed model call is retried; a block or a denied approval
+the user message and stays in the returned history; a spent ``max_iterations`` ends the loop and
+``_handle_max_iterations`` (run_agent.py:6316) makes a tool-less summary call (no grace call: 0.19
+never sets ``_budget_grace_call``, agent/agent_init.py:667, agent/conversation_loop.py:721-741); a failed model call is retried; a block or a denied approval
 reaches the model as ``{"error": <hermes's text>}``.
 """
 

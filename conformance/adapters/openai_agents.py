@@ -44,12 +44,14 @@ A tool that raises becomes the SDK's default tool-error message to the model.
 from __future__ import annotations
 
 import contextvars
+
+import anyio
 import json
 import uuid
 from importlib import metadata
 from typing import Any
 
-from conformance.boundary.adapter import AdapterInfo, Doubles, Outcome, RunResult, Span
+from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, Span
 from conformance.adapters._common import mapping, mapping_code, Hooks, Run, Session, parse_args, run_messages, tool_spec
 from conformance.boundary.scenario import Scenario, ToolDef
 
@@ -196,7 +198,7 @@ class _Collector:
 
     def add(self, span: Any) -> None:
         data = span.span_data
-        kind = {"function": "tool", "agent": "session"}.get(getattr(data, "type", ""), "other")
+        kind = {"function": "tool", "agent": "session", "generation": "model_call"}.get(getattr(data, "type", ""), "other")
         self.spans.setdefault(span.trace_id, []).append(
             Span(
                 span_id=span.span_id,
@@ -214,6 +216,37 @@ class _Collector:
 # --------------------------------------------------------------------------- the adapter
 
 
+def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
+    return Mechanism(kind=kind, via=via, note=note)  # type: ignore[arg-type]
+
+
+#: How each hook point, capability and observation maps onto openai-agents 0.24 (anything not
+#: named is absent). RunHooks return nothing (agents/lifecycle.py:18-36): observe-only.
+MECHANISMS: dict[str, Mechanism] = {
+    "session-start": _m("observe-only", "RunHooks.on_agent_start"),
+    "context-assemble": _m("native", "RunConfig.call_model_input_filter"),
+    "pre-model-call": _m("observe-only", "RunHooks.on_llm_start"),
+    "post-model-response": _m("observe-only", "RunHooks.on_llm_end"),
+    "pre-tool-call": _m("observe-only", "RunHooks.on_tool_start"),
+    "post-tool-call": _m("observe-only", "RunHooks.on_tool_end"),
+    "session-end": _m("observe-only", "RunHooks.on_agent_end", "only when the agent produces a final output"),
+    "plan-ready": _m("absent"),
+    "post-apply": _m("absent"),
+    "policy_precheck": _m("native", "ToolInputGuardrail (reject_content)"),
+    "tool_kinds": _m("absent"),
+    "concurrency_keys": _m("absent", note="every function call of a response runs concurrently"),
+    "terminal_tool": _m("native", "Agent.tool_use_behavior stop_at_tool_names"),
+    "max_turns": _m("native", "Runner.run(max_turns=) → MaxTurnsExceeded"),
+    "final_turn": _m("absent", note="MaxTurnsExceeded is raised unless an error handler synthesises the output"),
+    "doom_loop": _m("absent"),
+    "usage": _m("absent", note="token usage only; no cost from a model's pricing"),
+    "spans": _m("native", "agents.tracing (agent, function and generation spans)"),
+    "journal": _m("native", "SQLiteSession items"),
+    "cancellation": _m("native", "cancelling the task that awaits Runner.run (asyncio)"),
+    "subagents": _m("absent", note="not wired: Agent.as_tool exists (agents/agent.py:606), the adapter does not map child agents onto it"),
+}
+
+
 class OpenAIAgentsAdapter:
     info = AdapterInfo(
         name="openai-agents",
@@ -221,6 +254,7 @@ class OpenAIAgentsAdapter:
         homepage="https://openai.github.io/openai-agents-python/",
         profiles=["kernel"],
         capabilities=[],
+        mechanisms=MECHANISMS,
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
@@ -245,7 +279,10 @@ class OpenAIAgentsAdapter:
             try:
                 result = await Runner.run(agent, text, **kwargs)
             finally:
-                session.messages = to_canonical(await store.get_items())
+                # read what the SDK stored even when the run was cancelled (else the journal
+                # would be empty and STOP-003 would pass vacuously)
+                with anyio.CancelScope(shield=True):
+                    session.messages = to_canonical(await store.get_items())
             return Outcome(message=index, session_id=session.id, status="completed", subtype="success", reply=str(result.final_output))
 
         result = await run_messages(scenario, doubles, run_one)
@@ -271,7 +308,12 @@ class OpenAIAgentsAdapter:
                     messages += to_canonical([{"role": "user", "content": input}] if isinstance(input, str) else list(input))
                     params = {k: v for k, v in model_settings.to_json_dict().items() if v is not None}
                     request = {"messages": messages, "tools": specs(tools), "params": params}
-                chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
+                from agents.tracing import generation_span
+
+                # What every SDK model does (models/openai_chatcompletions.py:236): the model call
+                # runs inside a generation span, disabled when the run's tracing is.
+                with generation_span(model=scenario.model.name, model_config=params, disabled=tracing.is_disabled()):
+                    chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
                 with mapping("the model response"):
                     return response_from_chunks(chunks)
 
@@ -343,4 +385,12 @@ class OpenAIAgentsAdapter:
 
 
 def factory() -> OpenAIAgentsAdapter:
+    try:  # the SDK's first span sets its tracing up (seconds): do it before any scenario's clock runs
+        from agents.tracing import generation_span
+
+        with generation_span(disabled=True):
+            pass
+        _Collector.install()
+    except ImportError:  # the framework is not installed here: the matrix lists it so
+        pass
     return OpenAIAgentsAdapter()

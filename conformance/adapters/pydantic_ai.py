@@ -10,8 +10,8 @@ calls ``Doubles.invoke_tool``.
 What maps to what (pydantic-ai's own mechanisms; the capability hooks of
 ``pydantic_ai/capabilities/abstract.py``, registered through ``capabilities.Hooks``):
 
-* ``session-start`` → ``before_run`` (observe-only); ``session-end`` → ``after_run`` (only on a
-  run that returns: an error or a cancellation has no after_run).
+* ``session-start`` → ``before_run`` (observe-only); ``session-end`` → ``after_run`` and, on an
+  error or a cancellation, ``on_run_error`` (``agent/__init__.py:296-326``; observe-only).
 * ``context-assemble`` → a history processor: a ``before_model_request`` hook registered first
   that does what ``ProcessHistory`` does (``capabilities/process_history.py``), payload
   ``{"history", "budget": {"turns_used": RunContext.usage.requests}}`` (the framework tracks no
@@ -20,8 +20,14 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   context-assemble is not part of pydantic-ai's request context), tool definitions and model
   settings; a replacement is converted back into the request context.
 * ``post-model-response`` → ``after_model_request``; a replaced message becomes the response.
-* ``pre-tool-call`` → ``before_tool_execute`` and ``post-tool-call`` → ``after_tool_execute``:
-  pydantic-ai calls them per call, around that call's own execution.
+* ``pre-tool-call`` → ``before_tool_validate``: every call of a response is validated, in order,
+  before any executes (``_tool_execution.py:736-768, 794``; ``tool_manager.py:668``).
+  ``post-tool-call`` → ``after_tool_execute``, ``on_tool_execute_error`` (a failed call) and, for
+  a terminal output tool, ``after_output_process`` (``capabilities/abstract.py:1543-1555``).
+* The policy precheck → a ``before_tool_execute`` hook on data-source and interactive calls that
+  refuses with ``ToolFailed`` (``exceptions.py:123-134``), as openai-agents' tool input guardrail.
+* Interactive tools → ``sequential=True`` (a barrier running alone, ``_tool_execution.py:409-411``).
+* A scripted tool failure → ``ToolFailed`` (a failed tool result the model sees).
 * ``ConcurrencySpec`` → pydantic-ai's per-tool ``sequential`` flag (``safe: false`` or undeclared
   on a resource tool → sequential, a barrier that runs alone); there are no concurrency keys.
 * ``terminates_turn`` → an output tool (``ToolOutput`` of an output function taking the tool's
@@ -30,18 +36,21 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   ``pre-tool-call`` / ``post-tool-call`` is dispatched for it.
 * ``max_turns`` → ``UsageLimits(request_limit=max_turns)``, which raises ``UsageLimitExceeded``
   (reported in ``RunResult.raised``); pydantic-ai has no limit-reached final turn.
+  ``max_cost_usd`` → ``UsageLimits.cost_limit`` (``usage.py:557, 652-668``); ``max_wall_clock_s`` →
+  ``agent.run(timeout=)`` → ``RunTimedOut`` (``agent/abstract.py:604-607``). Both declared.
+* Usage → one event per response with the cost pydantic-ai computed (genai-prices by model name,
+  ``usage.py:194-203``): none for the scripted model, which genai-prices cannot price.
 * Spans → pydantic-ai's OpenTelemetry instrumentation (the ``Instrumentation`` capability over a
   tracer provider of the run's own; needs ``opentelemetry-sdk``): ``invoke_agent`` is the
   session span, ``chat`` a model_call span, ``execute_tool`` a tool span.
-* Cancellation → the host cancels the task running ``agent.run``.
+* Cancellation → pydantic-ai's ``CancellationToken`` (``_cancel.py:50-71``); ``RunCancelled``
+  carries what the run completed (``exceptions.py:349-366``), reported as the journal.
 
 What does not exist in pydantic-ai, so is left out: ``plan-ready`` and ``post-apply`` (no plan /
-apply gate or veto chain), a policy precheck (a ``before_tool_execute`` hook could be written as
-one, but pydantic-ai has no policy mechanism of its own), tool kinds, concurrency keys, a
-doom-loop detector, a limit-reached final turn, cost per usage event from a model's pricing
-(usage is not reported), a wall-clock bound, a stored journal (the journal reported is the
-message history ``all_messages()`` returns), and a span per turn or for a veto chain.
-A harness tool that raises propagates as pydantic-ai propagates any exception from a tool function.
+apply gate or veto chain), tool kinds, concurrency keys, a doom-loop detector, a limit-reached
+final turn, pricing of one's own, a stored journal (the journal reported is the message history
+``all_messages()`` returns), and a span per turn or for a veto chain. ``MECHANISMS`` below is the
+table the report carries.
 """
 
 from __future__ import annotations
@@ -51,7 +60,7 @@ import dataclasses
 from importlib import metadata
 from typing import Any
 
-from conformance.boundary.adapter import AdapterInfo, Doubles, Outcome, RunResult, Span
+from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, Span, ToolFailed, UsageEvent
 from conformance.adapters._common import mapping, mapping_code, Hooks, Run, Session, parse_args, run_messages, tool_spec
 from conformance.boundary.scenario import Scenario, ToolDef
 
@@ -85,7 +94,8 @@ def to_canonical(messages: list[Any]) -> list[dict[str, Any]]:
                 content = part.content if isinstance(part.content, str) else " ".join(str(c) for c in part.content)
                 out.append({"role": "user", "text": content})
             elif isinstance(part, m.ToolReturnPart):
-                out.append({"role": "tool_result", "call_id": part.tool_call_id, "content": part.model_response_str(), "is_error": False})
+                failed = getattr(part, "outcome", "success") != "success"  # ToolFailed / denied (messages.py:2403)
+                out.append({"role": "tool_result", "call_id": part.tool_call_id, "content": part.model_response_str(), "is_error": failed})
             elif isinstance(part, m.RetryPromptPart):
                 if part.tool_name:
                     out.append({"role": "tool_result", "call_id": part.tool_call_id, "content": part.model_response(), "is_error": True})
@@ -180,6 +190,25 @@ def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
     )
 
 
+@mapping_code
+def usage_events(session: Session, index: int, messages: list[Any]) -> list[UsageEvent]:
+    """One usage event per model response whose cost pydantic-ai computed (``RequestUsage.cost``,
+    from genai-prices by model name, usage.py:194-203). The scripted model is not in that price
+    table and pydantic-ai takes no pricing of one's own, so in practice there is none: COST-001
+    fails on pydantic-ai's side, not for want of wiring."""
+    from pydantic_ai import messages as m
+
+    out = []
+    for msg in messages:
+        if isinstance(msg, m.ModelResponse) and msg.usage.cost is not None:
+            out.append(UsageEvent(
+                session_id=session.id, turn_id=f"{session.id}:m{index}", model=msg.model_name,
+                input_tokens=msg.usage.input_tokens, output_tokens=msg.usage.output_tokens,
+                cached_input_tokens=msg.usage.cache_read_tokens, cost_usd=float(msg.usage.cost),
+            ))
+    return out
+
+
 # --------------------------------------------------------------------------- spans
 
 #: pydantic-ai's span operation (``gen_ai.operation.name``) → the boundary's span kind.
@@ -223,27 +252,82 @@ def spans_of(finished: Any) -> list[Span]:
 # --------------------------------------------------------------------------- the adapter
 
 
+def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
+    return Mechanism(kind=kind, via=via, note=note)  # type: ignore[arg-type]
+
+
+#: How each hook point, capability and observation maps onto pydantic-ai 2.68 (source lines in
+#: the module docstring and docs/third-party-kernels.md). Anything not named here is absent.
+MECHANISMS: dict[str, Mechanism] = {
+    "session-start": _m("observe-only", "Hooks.before_run"),
+    "context-assemble": _m("native", "Hooks.before_model_request (as ProcessHistory)"),
+    "pre-model-call": _m("native", "Hooks.before_model_request"),
+    "post-model-response": _m("native", "Hooks.after_model_request"),
+    "pre-tool-call": _m("native", "Hooks.before_tool_validate"),
+    "post-tool-call": _m("native", "Hooks.after_tool_execute / Hooks.after_output_process"),
+    "session-end": _m("observe-only", "Hooks.after_run / Hooks.on_run_error"),
+    "plan-ready": _m("absent", note="no plan/apply gate or veto chain"),
+    "post-apply": _m("absent", note="no plan/apply gate"),
+    "policy_precheck": _m("native", "Hooks.before_tool_execute raising ToolFailed"),
+    "tool_kinds": _m("absent", note="no tool kinds; interactive tools are only marked sequential=True"),
+    "concurrency_keys": _m("absent", note="only a per-tool sequential barrier"),
+    "terminal_tool": _m("native", "ToolOutput (an output tool ends the run)"),
+    "max_turns": _m("native", "UsageLimits.request_limit"),
+    "final_turn": _m("absent", note="UsageLimitExceeded is raised; no final tool-less turn"),
+    "max_cost_usd": _m("native", "UsageLimits.cost_limit"),
+    "max_wall_clock_s": _m("native", "Agent.run(timeout=) → RunTimedOut"),
+    "doom_loop": _m("absent"),
+    "usage": _m("native", "ModelResponse.usage (RequestUsage.cost from genai-prices)",
+                "costs come only from genai-prices' table by model name; no pricing of one's own"),
+    "spans": _m("native", "Instrumentation (OpenTelemetry)"),
+    "journal": _m("native", "AgentRunResult.all_messages() / RunCancelled.all_messages()"),
+    "cancellation": _m("native", "CancellationToken → RunCancelled"),
+}
+
+
 class PydanticAIAdapter:
     info = AdapterInfo(
         name="pydantic-ai",
         version=_version(),
         homepage="https://ai.pydantic.dev",
         profiles=["kernel"],
-        capabilities=[],
+        # UsageLimits.cost_limit (usage.py:557) and Agent.run(timeout=) (agent/abstract.py:604-607):
+        # declared, so BOUND-004/014 and BOUND-005/015 pass or fail on their merits.
+        capabilities=["max_cost_usd", "max_wall_clock_s"],
+        mechanisms=MECHANISMS,
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
         exporter, instrumentation = _tracing()
         agent, limits = self._build(scenario, doubles, instrumentation)
+        run_usage: list[UsageEvent] = []
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
+            from pydantic_ai import CancellationToken
+            from pydantic_ai.exceptions import RunCancelled
+
             _turn.set(run.turn(session, index))
-            result = await agent.run(text, message_history=session.state, usage_limits=limits)
+            token = CancellationToken()
+            # pydantic-ai's own cancellation (_cancel.py:50-71): the run raises RunCancelled holding
+            # what it completed (exceptions.py:349-366), instead of the host cancelling its task.
+            doubles.register_canceller(index, token.cancel)
+            try:
+                result = await agent.run(
+                    text, message_history=session.state, usage_limits=limits, cancellation_token=token,
+                    timeout=scenario.bounds.max_wall_clock_s,
+                )
+            except RunCancelled as exc:
+                session.state = exc.all_messages()
+                session.messages = to_canonical(session.state)
+                subtype = "error_max_wall_clock" if type(exc).__name__ == "RunTimedOut" else "cancelled"
+                return Outcome(message=index, session_id=session.id, status="cancelled", subtype=subtype, error=str(exc)[:500])
             session.state = result.all_messages()
             session.messages = to_canonical(session.state)
+            run_usage.extend(usage_events(session, index, result.new_messages()))
             return Outcome(message=index, session_id=session.id, status="completed", subtype="success", reply=str(result.output))
 
         result = await run_messages(scenario, doubles, run_one)
+        result.usage = run_usage
         if exporter is not None:
             result.spans = spans_of(exporter.get_finished_spans())
         return result
@@ -270,13 +354,22 @@ class PydanticAIAdapter:
             with mapping("the model response"):
                 return response_from_chunks(chunks)
 
+        from pydantic_ai.exceptions import ToolFailed as PaiToolFailed
+
         def make_tool(tool: ToolDef) -> Any:
             async def call(ctx: Any, **args: Any) -> str:
-                out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": args}, _turn.get())
+                try:
+                    out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": args}, _turn.get())
+                except ToolFailed as exc:  # a scripted failure: pydantic-ai's own failed-tool result (exceptions.py:123-134)
+                    raise PaiToolFailed(str(exc)) from None
+                if out.get("is_error"):
+                    raise PaiToolFailed(str(out.get("content", "")))
                 return str(out.get("content", ""))
 
             sequential = tool.concurrency is not None and not tool.concurrency.safe
             if tool.concurrency is None and tool.kind == "resource":
+                sequential = True
+            if tool.kind == "interactive":  # one at a time: each is its own barrier (_tool_execution.py:409-411)
                 sequential = True
             return Tool.from_schema(call, name=tool.name, description=tool.description, json_schema=tool.input_schema, takes_ctx=True, sequential=sequential)
 
@@ -311,13 +404,20 @@ class PydanticAIAdapter:
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
                 return result
 
+        if hooks.has("session-end"):
+
+            @ph.on.run_error
+            async def on_run_error(ctx: Any, *, error: BaseException) -> Any:
+                await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": type(error).__name__}, _turn.get())
+                raise error
+
         if hooks.has("pre-model-call"):
 
             @ph.on.before_model_request
             async def before_model_request(ctx: Any, request_context: Any) -> Any:
                 mrp = request_context.model_request_parameters
                 payload = {
-                    "payload": {"history": to_canonical(request_context.messages)},
+                    "payload": {"history": to_canonical(request_context.messages), "budget": {"turns_used": ctx.usage.requests}},
                     "tool_specs": [tool_spec(t.name, t.description, t.parameters_json_schema) for t in mrp.function_tools],
                     "params": dict(request_context.model_settings or {}),
                 }
@@ -348,10 +448,36 @@ class PydanticAIAdapter:
 
         if hooks.has("pre-tool-call"):
 
-            @ph.on.before_tool_execute
-            async def before_tool_execute(ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+            @ph.on.before_tool_validate
+            async def before_tool_validate(ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+                # every call of a response is validated, in order, before any executes
+                # (_tool_execution.py:736-768, 794; tool_manager.py:668)
                 await hooks.chain("pre-tool-call", {"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)}, _turn.get())
                 return args
+
+        kinds = {t.name: t.kind for t in scenario.tools}
+
+        if hooks.has("post-tool-call"):
+
+            @ph.on.tool_execute_error
+            async def on_tool_execute_error(ctx: Any, *, call: Any, tool_def: Any, args: Any, error: BaseException) -> Any:
+                payload = {
+                    "call": {"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)},
+                    "result": {"content": str(error), "is_error": True},
+                }
+                await hooks.chain("post-tool-call", payload, _turn.get())
+                raise error
+
+        @ph.on.before_tool_execute
+        async def precheck(ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+            """The policy precheck of data-source and interactive calls: a ``before_tool_execute``
+            hook that refuses with ``ToolFailed`` (exceptions.py:123-130: "can be raised from ...
+            tool validation/execution hooks")."""
+            if kinds.get(call.tool_name) in ("data_source", "interactive"):
+                verdict = await doubles.policy_precheck({"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)}, _turn.get())
+                if not verdict.get("allow", True):
+                    raise PaiToolFailed(f"denied by policy: {verdict.get('reason') or 'no reason given'}")
+            return args
 
         if hooks.has("post-tool-call"):
 
@@ -363,6 +489,21 @@ class PydanticAIAdapter:
                 }
                 await hooks.chain("post-tool-call", payload, _turn.get())
                 return result
+
+        if hooks.has("post-tool-call"):
+
+            @ph.on.after_output_process
+            async def after_output_process(ctx: Any, *, output_context: Any, output: Any) -> Any:
+                """A terminal tool is an output tool: its post-tool-call is pydantic-ai's
+                after_output_process (capabilities/abstract.py:1543-1555, _output.py:315)."""
+                call = output_context.tool_call
+                if call is not None:
+                    payload = {
+                        "call": {"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)},
+                        "result": {"content": str(output), "is_error": False},
+                    }
+                    await hooks.chain("post-tool-call", payload, _turn.get())
+                return output
 
         def make_output(tool: ToolDef) -> Any:
             """A terminates_turn tool is an output tool whose output function is the tool."""
@@ -384,7 +525,15 @@ class PydanticAIAdapter:
             output_type=[str, *outputs] if outputs else str,
             capabilities=capabilities,
         )
-        limits = UsageLimits(request_limit=scenario.bounds.max_turns) if scenario.bounds.max_turns is not None else None
+        b = scenario.bounds
+        limits = None
+        if b.max_turns is not None or b.max_cost_usd is not None:
+            from decimal import Decimal
+
+            limits = UsageLimits(
+                **({"request_limit": b.max_turns} if b.max_turns is not None else {}),
+                cost_limit=Decimal(str(b.max_cost_usd)) if b.max_cost_usd is not None else None,
+            )
         return agent, limits
 
 

@@ -47,7 +47,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from conformance.boundary.adapter import AdapterInfo, Doubles, Outcome, RunResult
+from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult
 from conformance.adapters._common import mapping, mapping_code, Run, Session, parse_args, run_messages, tool_spec
 from conformance.boundary.scenario import Scenario, ToolDef
 
@@ -140,6 +140,32 @@ def _key(args: Any) -> str:
     return json.dumps(args, sort_keys=True, default=str)
 
 
+def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
+    return Mechanism(kind=kind, via=via, note=note)  # type: ignore[arg-type]
+
+
+#: How each hook point, capability and observation maps onto smolagents 1.26 (anything not named
+#: is absent). step_callbacks see a whole finished step (model call and tools together), so no
+#: 003 hook point maps onto them.
+MECHANISMS: dict[str, Mechanism] = {
+    **{p: _m("absent", note="step_callbacks only observe a finished step") for p in (
+        "session-start", "context-assemble", "pre-model-call", "post-model-response", "pre-tool-call",
+        "plan-ready", "post-tool-call", "post-apply", "session-end")},
+    "policy_precheck": _m("absent"),
+    "tool_kinds": _m("absent"),
+    "concurrency_keys": _m("absent", note="a step's calls all run in a thread pool"),
+    "terminal_tool": _m("absent", note="only its own final_answer tool ends a run"),
+    "max_turns": _m("native", "agent.run(max_steps=)"),
+    "final_turn": _m("native", "_handle_max_steps_reached → provide_final_answer (no tools)"),
+    "doom_loop": _m("absent"),
+    "usage": _m("absent", note="token usage only; no cost from a model's pricing"),
+    "spans": _m("absent", note="no spans reported"),
+    "journal": _m("native", "agent.memory (as messages)"),
+    "cancellation": _m("native", "agent.interrupt() (checked between steps)"),
+    "subagents": _m("absent", note="not wired: managed_agents exist (smolagents/agents.py), the adapter does not map child agents onto them"),
+}
+
+
 class SmolagentsAdapter:
     info = AdapterInfo(
         name="smolagents",
@@ -147,6 +173,7 @@ class SmolagentsAdapter:
         homepage="https://huggingface.co/docs/smolagents",
         profiles=["kernel"],
         capabilities=[],
+        mechanisms=MECHANISMS,
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:

@@ -36,7 +36,7 @@ Hook payloads per point are listed in ``docs/adapter.md``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,6 +62,50 @@ CAPABILITIES: tuple[str, ...] = (
     # The kernel ships tool providers of its own (003's SHOULD on data-source declarations).
     "bundled_tools",
 )
+
+
+#: What an adapter's mechanism table may name besides hook points and capabilities: abilities of
+#: the kernel the suite observes or drives (see ``conformance/catalog/mechanisms.toml``).
+OBSERVATIONS: tuple[str, ...] = (
+    "policy_precheck",  # 003's lightweight precheck of data-source / interactive calls
+    "approver",  # 000's AskUser approver
+    "tool_kinds",  # data-source / resource / interactive treated differently
+    "tool_risk",  # a tool's risk handed to pre_tool_call
+    "concurrency_keys",  # ConcurrencySpec keys and provider-wide locks
+    "terminal_tool",  # terminates_turn
+    "max_turns",  # 003's turn bound (kernel) / max_iterations (commonagent)
+    "max_iterations",
+    "final_turn",  # the limit-reached path: one final tool-less turn
+    "doom_loop",  # a kernel-owned doom-loop detector
+    "usage",  # usage events with cost_usd from the model's pricing
+    "spans",  # trace spans reported by the kernel
+    "journal",  # what the kernel stored (sessions, turns, messages, tool calls)
+    "turn_info",  # TurnInfo (ids, tags, depth) made by the kernel
+    "tags",  # tag validation and resolution
+    "cancellation",  # cancelling a running turn
+)
+
+#: How a hook point, capability or observation maps onto the kernel (``AdapterInfo.mechanisms``).
+MechanismKind = Literal["native", "observe-only", "emulated", "absent"]
+MECHANISM_KINDS: tuple[str, ...] = ("native", "observe-only", "emulated", "absent")
+
+
+class Mechanism(BaseModel):
+    """One row of an adapter's mechanism table: ``native`` (the kernel's own mechanism, named in
+    ``via``), ``observe-only`` (the kernel calls back but the value cannot be changed),
+    ``emulated`` (the adapter does it; never earns a pass) or ``absent``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: MechanismKind
+    #: The kernel's own name for it, e.g. ``Hooks.before_tool_validate``.
+    via: str | None = None
+    note: str | None = None
+
+
+def native(names: Iterable[str], via: str) -> dict[str, Mechanism]:
+    """A mechanism table saying ``native`` for each name (a kernel's own hooks and features)."""
+    return {name: Mechanism(kind="native", via=f"{via} {name}") for name in names}
 
 
 class ModelCallError(Exception):
@@ -90,6 +134,11 @@ class AdapterInfo(_Model):
     #: readings``). Optional: undeclared, every legal alternative is accepted; declared, the checks
     #: hold the kernel to it, and the report prints it.
     readings: dict[str, str] = Field(default_factory=dict)
+    #: How each hook point, capability and observation (``OBSERVATIONS``) maps onto the kernel.
+    #: Empty: not declared (no mechanism rule applies). Declared: a name missing from it is
+    #: ``absent``, and a requirement depending on a mechanism that is not ``native`` cannot pass
+    #: (``conformance.report.verdicts.mechanism_verdict``).
+    mechanisms: dict[str, Mechanism] = Field(default_factory=dict)
 
 
 class TurnInfo(_Model):

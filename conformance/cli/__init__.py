@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "conformance.cli.trace",
     "conformance.cli.model_server",
     "conformance.cli.matrix",
+    "conformance.cli.book",
 )
 
 _registered = False

@@ -25,6 +25,8 @@ def register(app: typer.Typer) -> None:
         smoke: Annotated[bool, typer.Option("--smoke", help="only the @smoke scenarios (an adapter check; do not commit that matrix)")] = False,
         timeout_cap: Annotated[float | None, typer.Option("--timeout-cap", help="cap every scenario's timeout (seconds; default: each scenario's own)")] = None,
         require_all: Annotated[bool, typer.Option("--require-all", help="exit 3 when a kernel is not installed or its run broke")] = False,
+        jobs: Annotated[int, typer.Option("--jobs", "-j", help="kernels run side by side (default 1)")] = 1,
+        reports_dir: Annotated[Path | None, typer.Option("--reports", help="per-kernel JSON reports (default docs/conformance-reports/)")] = None,
         list_only: Annotated[bool, typer.Option("--list", help="list the registered kernels and where their environments are, then stop")] = False,
     ) -> None:
         """Run every registered kernel's suite in its own environment; write the conformance matrix."""
@@ -49,8 +51,12 @@ def register(app: typer.Typer) -> None:
             else:
                 typer.echo(f"akc matrix: {column.name}: {column.status}: {column.note}", err=True)
 
-        columns = m.run_matrix(chosen, m.Runner(smoke=smoke, timeout_cap_s=timeout_cap), on_column=progress)
-        written = m.write(m.build(columns), md_path or m.DEFAULT_MD, json_path or m.DEFAULT_JSON)
+        if jobs < 1:
+            typer.echo("akc matrix: --jobs must be at least 1", err=True)
+            raise typer.Exit(2)
+        columns = m.run_matrix(chosen, m.Runner(smoke=smoke, timeout_cap_s=timeout_cap), on_column=progress, jobs=jobs)
+        written = m.write_reports(columns, reports_dir or m.DEFAULT_REPORTS)
+        written += m.write(m.build(columns), md_path or m.DEFAULT_MD, json_path or m.DEFAULT_JSON)
         typer.echo("akc matrix: wrote " + ", ".join(str(p) for p in written))
         if require_all and any(c.status != m.OK for c in columns):
             raise typer.Exit(3)

@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
         b: Annotated[Path, typer.Argument(help="the trace file or folder to compare with")],
         json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON (for machines)")] = False,
         context: Annotated[int, typer.Option("--context", min=0, max=50, help="events of context around a divergence")] = 3,
+        html: Annotated[Path | None, typer.Option("--html", help="also write the diff as an HTML page, side by side (conformance.book)")] = None,
     ) -> None:
         """Show, for each scenario whose traces differ, the first divergence side by side."""
         from conformance.errors import UsageError
@@ -27,6 +28,10 @@ def register(app: typer.Typer) -> None:
 
         try:
             result = diff_paths(a, b, context=context)
+            if html is not None:
+                from conformance.book.render import write_diff_html
+
+                write_diff_html(result, html)
         except UsageError as exc:
             typer.echo(f"akc trace diff: {exc}", err=True)
             raise typer.Exit(2) from None

@@ -657,6 +657,7 @@ def build_report(state: AkcState) -> Report:
         profiles=state.profiles,
         selected_ids=selected,
         strict=state.strict,
+        mechanisms=state.info.mechanisms,
     )
     if state.failed_traces:
         for req in verdicts.requirements:
@@ -671,7 +672,7 @@ def build_report(state: AkcState) -> Report:
         suite=SuiteInfo(version=__version__, catalog_version=getattr(state.catalog, "version", None) if state.catalog else None),
         kernel=KernelInfo(
             name=info.name, version=info.version, language=info.language, profiles=list(info.profiles),
-            capabilities=list(info.capabilities), readings=dict(info.readings),
+            capabilities=list(info.capabilities), readings=dict(info.readings), mechanisms=dict(info.mechanisms),
         ),
         profiles=list(state.profiles),
         requirements=verdicts.requirements,

@@ -29,6 +29,7 @@ from conformance.report.writers import write_atomic
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_MD = REPO_ROOT / "docs" / "conformance-matrix.md"
 DEFAULT_JSON = REPO_ROOT / "docs" / "conformance-matrix.json"
+DEFAULT_REPORTS = REPO_ROOT / "docs" / "conformance-reports"
 
 #: How a cell shows a verdict in Markdown.
 CELL = {"pass": "pass", "fail": "**FAIL**", "not-offered": "n/o", "incomplete": "inc", "error": "ERR"}
@@ -151,16 +152,44 @@ def run_matrix(
     kernels: Sequence[KernelEntry] = KERNELS,
     runner: Callable[[KernelEntry], Column] | None = None,
     on_column: Callable[[Column], None] | None = None,
+    jobs: int = 1,
 ) -> list[Column]:
-    """Run every kernel, in table order."""
+    """Run every kernel (``jobs`` of them side by side, each a subprocess); columns in table order."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     run = runner or Runner()
-    columns = []
-    for entry in kernels:
-        column = run(entry)
-        columns.append(column)
-        if on_column is not None:
-            on_column(column)
-    return columns
+    if jobs <= 1:
+        columns = []
+        for entry in kernels:
+            columns.append(run(entry))
+            if on_column is not None:
+                on_column(columns[-1])
+        return columns
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run, entry): i for i, entry in enumerate(kernels)}
+        done: dict[int, Column] = {}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            if on_column is not None:
+                on_column(done[futures[future]])
+    return [done[i] for i in range(len(kernels))]
+
+
+def scrubbed(report: Report) -> str:
+    """A kernel's report as committed JSON: run-specific ids, paths and durations removed, so
+    regenerating it from the same kernel gives the same file."""
+    data = report.model_dump(mode="json", exclude_none=True)
+    data["duration_s"] = 0.0
+    for req in data.get("requirements", []):  # traces hold timings; the messages say what failed
+        for check in req.get("checks", []):
+            check.pop("trace", None)
+    text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
+    return _RUN_SPECIFIC.sub("<id>", text) + "\n"
+
+
+def write_reports(columns: Sequence[Column], folder: str | Path = DEFAULT_REPORTS) -> list[Path]:
+    """Each kernel's full JSON report, ``<folder>/<kernel>.json``."""
+    return [write_atomic(Path(folder) / f"{c.name}.json", scrubbed(c.report)) for c in columns if c.report is not None]
 
 
 # --------------------------------------------------------------------------- the document
@@ -199,6 +228,8 @@ def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = 
                 must_failing=[q.id for q in r.requirements if q.level in ("MUST", "MUST NOT") and q.verdict == "fail"],
                 exit_code=r.exit_code,
                 failures=failure_paragraph(r),
+                mechanisms={n: m.model_dump(exclude_none=True) for n, m in r.kernel.mechanisms.items()},
+                root_causes=root_causes(r),
             )
         kernels.append(k)
     return {"generated_by": "akc matrix", "suite_version": _suite_version(columns), "kernels": kernels, "requirements": rows}
@@ -241,6 +272,24 @@ def failure_paragraph(report: Report, *, examples: int = 3) -> str:
     return " ".join(parts)
 
 
+def root_cause(req: RequirementResult) -> str:
+    """What one failure comes down to: the mechanism it lacks when the mechanism rule decided it,
+    else what its failing check observed (so one missing feature is one cause, not thirteen)."""
+    if req.message and "cannot pass, " in req.message:
+        lacking = req.message.split("cannot pass, ", 1)[1].split(" (the rule")[0].split(";")[0]
+        return f"lacks a native mechanism: {lacking}"
+    return observed(req, limit=90)
+
+
+def root_causes(report: Report) -> list[dict[str, Any]]:
+    """Failing requirements grouped by root cause, largest group first."""
+    groups: dict[str, list[str]] = {}
+    for r in report.requirements:
+        if r.verdict == "fail":
+            groups.setdefault(root_cause(r), []).append(r.id)
+    return [{"cause": c, "requirements": ids} for c, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
 #: Values that differ from run to run (ids, temporary paths): the committed matrix must be the
 #: same when regenerated from the same kernels.
 _RUN_SPECIFIC = re.compile(
@@ -265,8 +314,13 @@ def _sentence(text: str, limit: int = 300) -> str:
     return (text[: limit - 1] + "\u2026") if len(text) > limit else text
 
 
-def _cell(verdict: str | None) -> str:
-    return "—" if verdict is None else CELL.get(verdict, verdict)
+def _cell(verdict: str | None, kernel: str = "", rid: str = "") -> str:
+    if verdict is None:
+        return "—"
+    if verdict == "fail" and kernel and kernel != "reference":
+        # each FAIL links to that kernel's committed report, where its message is
+        return f"[**FAIL**](conformance-reports/{kernel}.json#{rid})"
+    return CELL.get(verdict, verdict)
 
 
 def _md(text: str) -> str:
@@ -310,7 +364,35 @@ def to_markdown(matrix: dict[str, Any]) -> str:
         "| --- | --- | " + " | ".join("---" for _ in names) + " |",
     ]
     for row in matrix["requirements"]:
-        lines.append(f"| {row['id']} | {row['level']} | " + " | ".join(_cell(row["verdicts"].get(n)) for n in names) + " |")
+        lines.append(f"| {row['id']} | {row['level']} | " + " | ".join(_cell(row["verdicts"].get(n), n, row["id"]) for n in names) + " |")
+    lines += [
+        "",
+        "## Failures by root cause",
+        "",
+        "One missing feature is one cause: failures are grouped by the mechanism they lack (as the"
+        " adapter declares it) or, failing that, by what the failing check observed. Each kernel's"
+        " full report, with every check's message, is in `docs/conformance-reports/<kernel>.json`.",
+        "",
+    ]
+    for k in kernels:
+        if k.get("root_causes"):
+            lines.append(f"**{k['name']}**")
+            lines.append("")
+            for g in k["root_causes"]:
+                lines.append(f"- {len(g['requirements'])} × {_md(g['cause'])}: {', '.join(g['requirements'])}")
+            lines.append("")
+    lines += ["## Mechanisms, per kernel", "",
+              "How each adapter maps a hook point, capability or observation onto the framework:"
+              " native (the framework's own, named), observe-only (called back, cannot change the value),"
+              " emulated (never counts), absent. Only native mechanisms earn a pass.", ""]
+    for k in kernels:
+        mech = k.get("mechanisms") or {}
+        if not mech or k["name"] == "reference":
+            continue
+        lines += [f"**{k['name']}**", "", "| mechanism | kind | via | note |", "| --- | --- | --- | --- |"]
+        for name, m in mech.items():
+            lines.append(f"| {name} | {m.get('kind')} | {_md(m.get('via') or '')} | {_md(m.get('note') or '')} |")
+        lines.append("")
     lines += ["", "## Most important failures, per kernel", ""]
     for k in kernels:
         if "failures" in k:

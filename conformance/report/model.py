@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from conformance.boundary.adapter import Mechanism
 from conformance.trace.canonical import Trace
 
 Verdict = Literal["pass", "fail", "not-offered", "incomplete", "error"]
@@ -35,6 +36,8 @@ class KernelInfo(_Model):
     capabilities: list[str] = Field(default_factory=list)
     #: The readings of open points the adapter declared ({reading id: alternative id}).
     readings: dict[str, str] = Field(default_factory=dict)
+    #: The adapter's mechanism table (hook point / capability / observation → how it maps).
+    mechanisms: dict[str, Mechanism] = Field(default_factory=dict)
 
 
 class CheckResult(_Model):

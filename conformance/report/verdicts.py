@@ -15,10 +15,11 @@ with no gating failure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.catalog.mechanisms import depends_on
 from conformance.report.model import VERDICTS, CheckResult, RequirementResult, UntestableEntry
 
 GATING_LEVELS = ("MUST", "MUST NOT")
@@ -116,6 +117,44 @@ def requirement_verdict(req: ReqInfo, checks: list[Check], capabilities: Iterabl
     return RequirementResult(**base, verdict="pass")
 
 
+def mechanism_verdict(result: RequirementResult, mechanisms: Mapping[str, Any] | None) -> RequirementResult:
+    """Mechanisms are declared: a requirement whose checks depend on a mechanism the adapter
+    declares absent, observe-only (where the checks need to change a value) or emulated cannot
+    pass. It fails where the rule is mandatory, else it is not offered. Every non-passing check's
+    message is prefixed with the mechanisms it went through ("pre-tool-call ↔ X (observe-only): …").
+    No declared table (``mechanisms`` empty): the rule does not apply."""
+    if not mechanisms:
+        return result
+    deps = depends_on(result.id)
+    if not deps:
+        return result
+
+    def row(name: str) -> tuple[str, str | None]:
+        m = mechanisms.get(name)
+        if m is None:
+            return "absent", None
+        return (m.get("kind"), m.get("via")) if isinstance(m, dict) else (m.kind, m.via)
+
+    used = {d.name: row(d.name) for d in deps}
+    prefix = "; ".join(f"{name} ↔ {via} ({kind})" if via else f"{name} ({kind})" for name, (kind, via) in used.items())
+    for c in result.checks:
+        if c.outcome != "pass" and c.message is not None and not c.message.startswith(prefix):
+            c.message = f"{prefix}: {c.message}"
+    lacking = [
+        f"{d.name} is {used[d.name][0]}"
+        for d in deps
+        if used[d.name][0] != "native" and not (d.observe and used[d.name][0] == "observe-only")
+    ]
+    if not lacking or result.verdict not in ("pass", "fail"):
+        return result
+    mandatory = result.level not in ("SHOULD", "MAY")
+    verdict = "fail" if mandatory else "not-offered"
+    why = f"{prefix}: cannot pass, {', '.join(lacking)}" + (" (the rule requires it)" if mandatory else "")
+    if result.verdict == "fail" and mandatory:
+        why = f"{why}; {result.message}" if result.message else why
+    return result.model_copy(update={"verdict": verdict, "message": why})
+
+
 @dataclass
 class Verdicts:
     requirements: list[RequirementResult]
@@ -132,6 +171,7 @@ def compute(
     profiles: Iterable[str],
     selected_ids: Iterable[str] | None = None,
     strict: bool = False,
+    mechanisms: Mapping[str, Any] | None = None,
 ) -> Verdicts:
     """Verdicts for every requirement of ``profiles`` (the ones run and claimed).
 
@@ -160,7 +200,7 @@ def compute(
         if req.testability == "untestable":
             untestable.append(UntestableEntry(id=req.id, reason=req.untestable_reason or "untestable"))
             continue
-        results.append(requirement_verdict(req, by_id.get(req.id, []), capabilities))
+        results.append(mechanism_verdict(requirement_verdict(req, by_id.get(req.id, []), capabilities), mechanisms))
 
     summary = {v: 0 for v in VERDICTS}
     for r in results:

@@ -19,6 +19,14 @@ const INFO = {
   profiles: ['kernel'],
   capabilities: ['max_cost_usd', 'max_wall_clock_s', 'injectable_clock'],
   doom_loop_subtype: 'error_doom_loop',
+  // How each hook point, capability and observation maps onto this kernel: all its own.
+  mechanisms: Object.fromEntries([
+    'session-start', 'context-assemble', 'pre-model-call', 'post-model-response', 'pre-tool-call',
+    'plan-ready', 'post-tool-call', 'post-apply', 'session-end',
+    'max_cost_usd', 'max_wall_clock_s', 'injectable_clock',
+    'policy_precheck', 'tool_kinds', 'concurrency_keys', 'terminal_tool', 'max_turns', 'final_turn',
+    'doom_loop', 'usage', 'spans', 'journal', 'turn_info', 'tags', 'cancellation',
+  ].map((name) => [name, { kind: 'native', via: `node-kernel ${name}` }])),
 };
 const DOOM_THRESHOLD = 3; // 003: the default MUST lie in [3, 5]
 const TITLE_CHARS = 60;

@@ -1,0 +1,235 @@
+"""Write the book: Jinja2 templates (``templates/``, autoescaped) over the data of
+:mod:`conformance.book.data`, one CSS file and one search script (``static/``), and the search
+index as a JavaScript file (``search-index.js``) so that the search works from ``file://``,
+where a page cannot fetch a JSON file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from conformance.book import timeline
+from conformance.book.data import Book, KernelDoc
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+
+#: How each verdict reads in a cell, and its CSS class.
+VERDICT_LABEL = {"pass": "pass", "fail": "FAIL", "not-offered": "not offered", "incomplete": "incomplete", "error": "error", None: "—"}
+
+_MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+#: Step text split into plain words, quoted values, inline JSON, numbers and <outline params>.
+_TOKENS = re.compile(r'(?P<q>"[^"]*")|(?P<j>[\[{].*[\]}])|(?P<p><[^>]+>)|(?P<n>\b\d+(?:\.\d+)?\b)')
+
+
+def step_parts(text: str) -> list[tuple[str, str]]:
+    """(css class, text) pieces of a step: ``q`` quoted value, ``j`` JSON, ``p`` parameter, ``n``
+    number, ``""`` words."""
+    out, pos = [], 0
+    for m in _TOKENS.finditer(text):
+        if m.start() > pos:
+            out.append(("", text[pos : m.start()]))
+        out.append((m.lastgroup or "", m.group(0)))
+        pos = m.end()
+    if pos < len(text):
+        out.append(("", text[pos:]))
+    return out
+
+
+def markdown(text: str | None) -> Markup:
+    """Markdown to HTML with raw HTML disabled (it is escaped), so the result is safe to embed."""
+    return Markup(_MD.render(text or ""))
+
+
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(enabled_extensions=("html", "j2"), default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["markdown"] = markdown
+    env.filters["step_parts"] = step_parts
+    env.filters["verdict_label"] = lambda v: VERDICT_LABEL.get(v, str(v))
+    env.filters["verdict_class"] = lambda v: "v-" + (v or "none")
+    env.filters["jsonish"] = lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    env.globals["is_mapping"] = lambda v: isinstance(v, dict)
+    env.globals["is_list"] = lambda v: isinstance(v, list)
+    return env
+
+
+# --------------------------------------------------------------------------- kernel details
+
+
+def mechanism_rows(mechanisms: Any) -> tuple[list[str], list[list[Any]]]:
+    """A mechanism table of any reasonable shape as (header, rows): a mapping point → text or
+    point → {fields}, or a list of records."""
+    if not mechanisms:
+        return [], []
+    if isinstance(mechanisms, dict):
+        values = list(mechanisms.values())
+        if all(isinstance(v, dict) for v in values):
+            keys = list(dict.fromkeys(k for v in values for k in v))
+            return ["point", *keys], [[p, *[v.get(k, "") for k in keys]] for p, v in mechanisms.items()]
+        return ["point", "mechanism"], [[p, v] for p, v in mechanisms.items()]
+    if isinstance(mechanisms, list) and all(isinstance(v, dict) for v in mechanisms):
+        keys = list(dict.fromkeys(k for v in mechanisms for k in v))
+        return keys, [[v.get(k, "") for k in keys] for v in mechanisms]
+    return ["mechanism"], [[m] for m in (mechanisms if isinstance(mechanisms, list) else [mechanisms])]
+
+
+def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
+    """Every requirement this kernel did not pass, in catalog order, with its message and the
+    failing check's trace as a timeline when the report carries one."""
+    out = []
+    for req in book.catalog.requirements:
+        verdict = kernel.verdicts.get(req.id)
+        if verdict in (None, "pass"):
+            continue
+        result = kernel.result(req.id) or {}
+        checks = result.get("checks") or []
+        bad = [c for c in checks if c.get("outcome") not in ("pass",)]
+        check = next((c for c in bad if c.get("outcome") == verdict), bad[0] if bad else None)
+        message = (check or {}).get("message") or result.get("message")
+        trace = (check or {}).get("trace")
+        out.append(
+            {
+                "req": req,
+                "verdict": verdict,
+                "area": book.area_of(req.id),
+                "check": check,
+                "message": message,
+                "timeline": timeline.build(trace) if isinstance(trace, dict) else None,
+            }
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- the site
+
+
+def search_index(book: Book) -> list[dict[str, str]]:
+    entries = []
+    for area in book.areas:
+        for req in area.requirements:
+            entries.append(
+                {
+                    "id": req.id,
+                    "level": req.level,
+                    "profiles": " ".join(req.profiles),
+                    "statement": req.statement,
+                    "href": f"area-{area.slug}.html#{req.id}",
+                    "area": area.title,
+                }
+            )
+    for r in book.readings:
+        entries.append({"id": r.id, "level": "reading", "profiles": "", "statement": r.title, "href": f"readings.html#{r.id}", "area": "Readings"})
+    return entries
+
+
+def render_site(book: Book) -> dict[str, str]:
+    """Every page of the book, rendered in memory: file name → text."""
+    env = environment()
+    pages: dict[str, str] = {}
+    generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    common = {"book": book, "generated": generated, "has_readings": bool(book.readings)}
+
+    def page(name: str, template: str, title: str, **ctx: Any) -> None:
+        pages[name] = env.get_template(template).render(title=title, page=name, **common, **ctx)
+
+    page("index.html", "index.html", "The spec book")
+    for area in book.areas:
+        page(f"area-{area.slug}.html", "area.html", f"{area.code}: {area.title}", area=area)
+    for kernel in book.kernels:
+        head, rows = mechanism_rows(kernel.mechanisms)
+        page(
+            f"kernel-{kernel.slug}.html",
+            "kernel.html",
+            f"Kernel: {kernel.name}",
+            kernel=kernel,
+            failing=failing_entries(kernel, book),
+            mech_head=head,
+            mech_rows=rows,
+        )
+    page("search.html", "search.html", "Search")
+    page("glossary.html", "glossary.html", "Step glossary")
+    if book.readings:
+        page("readings.html", "readings.html", "Readings")
+    pages["search-index.js"] = "window.AKC_INDEX = " + json.dumps(search_index(book), ensure_ascii=False).replace("</", "<\\/") + ";\n"
+    for f in sorted(STATIC.iterdir()):
+        if f.is_file():
+            pages[f"static/{f.name}"] = f.read_text(encoding="utf-8")
+    return pages
+
+
+def build_site(book: Book, out: Path) -> list[Path]:
+    """Render every page, then write them into ``out`` (created; the book's own files are
+    replaced, other files are left alone). Nothing is written when a page fails to render."""
+    pages = render_site(book)
+    written = []
+    for name, text in pages.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+    return written
+
+
+# --------------------------------------------------------------------------- trace diff page
+
+
+def diff_html(result: Any) -> str:
+    """``akc trace diff A B --html FILE``: each differing scenario's events around the first
+    divergence side by side, the divergent event and field highlighted. One self-contained file
+    (the stylesheet is inlined), so it opens wherever it is written."""
+    from conformance.trace.diff import describe
+
+    env = environment()
+    cases = []
+    for d in result.differences:
+        ca, cb = dict(d.context_a), dict(d.context_b)
+        rows = []
+        for i in sorted(set(ca) | set(cb)):
+            x, y = ca.get(i), cb.get(i)
+            state = "diverge" if i == d.index else ("same" if x == y else "after")
+            rows.append(
+                {
+                    "index": i,
+                    "a": describe(x) if i in ca else "",
+                    "b": describe(y) if i in cb else "",
+                    "a_json": json.dumps(x, ensure_ascii=False, indent=1) if x is not None else "",
+                    "b_json": json.dumps(y, ensure_ascii=False, indent=1) if y is not None else "",
+                    "state": state,
+                }
+            )
+        cases.append({"d": d, "rows": rows})
+    css = (STATIC / "book.css").read_text(encoding="utf-8")
+    return env.get_template("trace_diff.html").render(result=result, cases=cases, css=Markup(css.replace("</", "<\\/")))
+
+
+def write_diff_html(result: Any, path: Path) -> Path:
+    """Write :func:`diff_html` to ``path`` atomically; an unwritable path is a UsageError."""
+    from conformance.errors import UsageError
+
+    text = diff_html(result)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path

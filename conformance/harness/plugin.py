@@ -47,6 +47,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--akc-strict", action="store_true", default=False, help="a failing SHOULD/MAY also fails the run")
     group.addoption("--akc-timeout-cap", type=float, default=None, metavar="S", help="cap every scenario's timeout at S seconds")
     group.addoption("--akc-traces", default=None, metavar="DIR", help="write each scenario's canonical trace to DIR (one JSON file per scenario)")
+    group.addoption("--akc-expect", default=None, metavar="FILE",
+                    help="expected failures (TOML): listed results do not fail the run; new ones do, stale ones are reported")
+    group.addoption("--akc-write-expectations", default=None, metavar="FILE",
+                    help="write this run's non-passing requirements to FILE (for --akc-expect)")
+    group.addoption("--akc-all", action="store_true", default=False, help="show every requirement in the verdict table, not only those that do not pass")
     group.addoption("--akc-no-summary", action="store_true", default=False, help="do not print the verdict table (akc run prints its own)")
 
 
@@ -99,6 +104,8 @@ class AkcState:
     failed_traces: dict[tuple[str, str], Any] = field(default_factory=dict)
     trace_names: set[str] = field(default_factory=set)
     restore_hypothesis: Any = None
+    #: ``--akc-expect``: the expected results (conformance.report.expectations.Expectations).
+    expectations: Any = None
 
     def portal(self) -> PortalRunner:
         if self.runner is None:
@@ -209,6 +216,11 @@ def build_state(config: pytest.Config) -> AkcState:
         unknown = [r for r in reqs if catalog_get(catalog, r) is None]
         if unknown:
             raise UsageError(f"unknown requirement id(s): {', '.join(unknown)}")
+    expectations = None
+    if config.getoption("akc_expect", None):
+        from conformance.report.expectations import load as load_expectations
+
+        expectations = load_expectations(config.getoption("akc_expect"), catalog.ids() if catalog is not None else None)
     adapter = load_adapter(spec)
     info = adapter_info(adapter)
     claimed = [p for p in PROFILES if p in info.profiles]
@@ -231,6 +243,7 @@ def build_state(config: pytest.Config) -> AkcState:
         timeout_cap_s=config.getoption("akc_timeout_cap"),
         smoke=config.getoption("akc_smoke"),
         traces_dir=config.getoption("akc_traces", None),
+        expectations=expectations,
     )
 
 
@@ -547,6 +560,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         junit_path=config.getoption("akc_junit"),
         markdown_path=config.getoption("akc_markdown"),
     )
+    if config.getoption("akc_write_expectations", None):
+        from conformance.report.expectations import write as write_expectations
+
+        write_expectations(state.report, config.getoption("akc_write_expectations"), state.expectations)
     session.exitstatus = state.report.exit_code
 
 
@@ -578,7 +595,7 @@ def build_report(state: AkcState) -> Report:
     code = verdicts.exit_code
     if state.collect_errors and code == 0:
         code = 3
-    return Report(
+    report = Report(
         suite=SuiteInfo(version=__version__, catalog_version=getattr(state.catalog, "version", None) if state.catalog else None),
         kernel=KernelInfo(
             name=info.name, version=info.version, language=info.language, profiles=list(info.profiles), capabilities=list(info.capabilities),
@@ -591,7 +608,13 @@ def build_report(state: AkcState) -> Report:
         errors=list(state.collect_errors),
         exit_code=code,
         duration_s=round(time.perf_counter() - state.started, 3),
+        selected=list(state.req_filter) if state.req_filter is not None else None,
     )
+    if state.expectations is not None:
+        from conformance.report.expectations import apply
+
+        apply(report, state.expectations, strict=state.strict)
+    return report
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -603,4 +626,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     from conformance.report.terminal import render_table
 
     terminalreporter.section("agent kernel conformance")
-    terminalreporter.write(render_table(state.report, width=terminalreporter._tw.fullwidth))
+    terminalreporter.write(render_table(state.report, all_rows=config.getoption("akc_all", False)))

@@ -542,8 +542,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     check.worsen(result, message)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
+    """Build and write the report before any other plugin's sessionfinish (the terminal summary
+    and certify's collector read it), and set the exit code after all of them: another plugin
+    (syrupy ORs the failed-tests status into it) must not turn an expected failure back into 1."""
+    _finish(session, exitstatus)
+    result = yield
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and state.report is not None and exitstatus in (0, 1, 5):
+        session.exitstatus = state.report.exit_code
+    return result
+
+
+def _finish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if not _active(config):
         return
@@ -564,7 +576,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from conformance.report.expectations import write as write_expectations
 
         write_expectations(state.report, config.getoption("akc_write_expectations"), state.expectations)
-    session.exitstatus = state.report.exit_code
 
 
 def build_report(state: AkcState) -> Report:

@@ -106,6 +106,8 @@ def _tail(report: Report, hidden: int) -> list[str]:
             lines.append(f"  new: {item}")
         for item in exp.stale:
             lines.append(f"  stale (now {item.split(': ', 1)[1]}; delete the entry or run --write-expectations): {item.split(':')[0]}")
+        if exp.not_run:
+            lines.append(f"  not checked in this run (other profile, --req or --smoke): {_ids(exp.not_run)}")
         if exp.catalog_version and report.suite.catalog_version and exp.catalog_version != report.suite.catalog_version:
             lines.append(f"  written for catalog {exp.catalog_version}; this suite's catalog is {report.suite.catalog_version}")
     return lines

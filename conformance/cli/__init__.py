@@ -41,6 +41,7 @@ COMMANDS = {
     "trace": "conformance.cli.trace",
     "model-server": "conformance.cli.model_server",
     "matrix": "conformance.cli.matrix",
+    "book": "conformance.cli.book",
 }
 #: Flags people try from other tools, and the one that does the job here.
 SYNONYMS = {"--kernel": "--adapter", "--expected-failures": "--expect", "--version": "akc --version"}

@@ -5,7 +5,7 @@ call with its usage accounting, tool execution and delegation plumbing, cancella
 ids, clock, spans). ``Kernel`` adds 003's RunTurn: one small method per step, so that a mutant can
 override exactly one rule. ``reference_kernel.agent.CommonAgent`` is 000's face on the same core.
 
-Vocabulary (design.md, "The two vocabularies"): a *session run* (``run_session``, one user
+Vocabulary (docs/vocabulary.md): a *session run* (``run_session``, one user
 message, one journal turn, one TurnInfo) is a loop of *RunTurns* (one model call each).
 """
 

@@ -155,7 +155,7 @@ def test_every_rule_section_of_000_and_001_is_cited(cat: Catalog) -> None:
 def test_profiles_follow_their_documents(cat: Catalog) -> None:
     """003 rows are kernel rows, 000/001 rows commonagent rows, except the rules that are
     explicit in 000 and silent in 003 (result order, the cancellation token), which hold for
-    both profiles (design.md)."""
+    both profiles (docs/vocabulary.md)."""
     both = {r.id for r in cat.requirements if set(r.profiles) == {"kernel", "commonagent"}}
     assert {"TOOL-003", "STOP-001", "STOP-002", "STOP-003"} <= both
     for req in cat.requirements:

@@ -86,7 +86,10 @@ def test_show_prints_one_requirement_with_its_source(runner: CliRunner) -> None:
 def test_show_json(runner: CliRunner) -> None:
     result = _run(runner, "show", "COST-005", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == load_catalog().get("COST-005").model_dump(mode="json")
+    data = json.loads(result.stdout)
+    checks = data.pop("checked_by")  # the scenarios and properties that check it
+    assert data == load_catalog().get("COST-005").model_dump(mode="json")
+    assert checks and all(c["kind"] in ("scenario", "property") for c in checks)
 
 
 def test_unknown_id_is_a_usage_error(runner: CliRunner) -> None:

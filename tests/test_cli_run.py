@@ -41,16 +41,16 @@ def akc(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_run_writes_valid_reports_and_exits_0(tmp_path: Path) -> None:
     out = akc("--adapter", FAKE, "--smoke", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
-              "--markdown", str(tmp_path / "r.md"), "--backend", "trio")
+              "--markdown", str(tmp_path / "r.md"), "--backend", "trio", "--all")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "conformant" in out.stdout and "DONE-001" in out.stdout
+    assert "conformant" in out.stdout and "DONE-001" in out.stdout  # --all: passing rows too
     assert "passed" not in out.stdout  # pytest's own output is captured without -v
     data = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(data, json.loads((ROOT / "schemas" / "report.schema.json").read_text()))
     assert {r["id"]: r["verdict"] for r in data["requirements"]} == dict.fromkeys(SMOKE, "pass")
     assert data["exit_code"] == 0 and data["kernel"]["name"] == "fake-kernel"
     suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
-    assert sorted(c.get("name") for c in suite.findall("testcase")) == sorted(SMOKE)
+    assert sorted(c.get("name").split()[0] for c in suite.findall("testcase")) == sorted(SMOKE)
     assert "| pass | 5 |" in (tmp_path / "r.md").read_text()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
@@ -113,3 +113,67 @@ def test_profile_not_claimed_is_a_usage_error(app: typer.Typer, monkeypatch: pyt
     monkeypatch.setattr(FakeAdapter, "info", FakeAdapter.info.model_copy(update={"profiles": ["kernel"]}))
     result = CliRunner().invoke(app, ["run", "--adapter", FAKE, "--profile", "commonagent"])
     assert result.exit_code == 2 and "does not claim the commonagent profile" in result.output
+
+
+def _akc_cmd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "conformance", *args], capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=120)
+
+
+def test_version_help_and_unknown_flags() -> None:
+    from conformance import __version__
+
+    version = _akc_cmd("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"akc {__version__}"
+    assert "stdio:CMD" in _akc_cmd("run", "--help").stdout
+    kernel = _akc_cmd("run", "--kernel", "x")
+    assert kernel.returncode == 2 and "did you mean --adapter?" in kernel.stderr
+    unrelated = _akc_cmd("run", "--version")
+    assert unrelated.returncode == 2 and "--json" not in unrelated.stderr and "--verbose" not in unrelated.stderr
+    bad = _akc_cmd("run", "--adapter", "just-a-name")
+    assert bad.returncode == 2 and "stdio:CMD" in bad.stderr and "pkg.module:factory" in bad.stderr
+
+
+def test_show_lists_the_checks_of_a_requirement() -> None:
+    out = _akc_cmd("show", "CONC-001")
+    assert out.returncode == 0 and "checked by:" in out.stdout
+    assert "scenario  smoke.feature / " in out.stdout and "property  test_prop_conc / " in out.stdout
+    data = json.loads(_akc_cmd("show", "CONC-001", "--json").stdout)
+    assert {c["kind"] for c in data["checked_by"]} == {"scenario", "property"}
+
+
+def test_plain_output_collapses_identical_errors_and_says_where_to_look(tmp_path: Path) -> None:
+    out = akc("--adapter", "tests.fakes.broken:raising", "--smoke", "--junit", str(tmp_path / "r.xml"))
+    assert out.returncode == 3, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert "─" not in out.stdout and "│" not in out.stdout  # not a terminal: no box art
+    assert sum("the same adapter error in 5 requirements" in ln for ln in lines) == 1
+    assert out.stdout.count("RuntimeError: adapter bug") == 1
+    assert lines[-3].startswith("legend: ") and "adapter error in 5 requirements" in lines[-2]
+    assert lines[-1].startswith("next: `akc show ID`")
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert suite.get("tests") == str(len(suite.findall("testcase"))) and suite.get("errors") == "5"
+    assert {c.get("classname") for c in suite.findall("testcase")} <= {"LOOP", "CONC", "DONE", "TURN", "TOOL"}
+
+
+def test_honest_labels_for_a_selection_and_a_non_gating_failure() -> None:
+    from conformance.report.model import KernelInfo, Report, RequirementResult, SuiteInfo, status_label
+
+    def report(*reqs: RequirementResult, selected: list[str] | None = None, code: int = 0) -> Report:
+        return Report(suite=SuiteInfo(version="0"), kernel=KernelInfo(name="k", version="1"), requirements=list(reqs),
+                      exit_code=code, selected=selected)
+
+    ok = RequirementResult(id="LOOP-001", level="MUST", gating=True, verdict="pass")
+    should = RequirementResult(id="COST-010", level="MAY", verdict="fail")
+    assert status_label(report(ok, should)) == "conformant (1 non-gating failure)"
+    assert status_label(report(ok, selected=["LOOP-001"])) == "conformant on the 1 selected requirement"
+
+
+def test_every_command_is_mapped_to_its_module() -> None:
+    """``akc CMD`` imports only CMD's module: the map must name every command (a missing one
+    would still work, by importing them all, only slower)."""
+    from conformance import cli
+
+    cli._registered = False
+    cli._register()
+    names = {c.name for c in cli.app.registered_commands} | {g.name for g in cli.app.registered_groups}
+    assert names == set(cli.COMMANDS)

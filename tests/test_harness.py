@@ -115,7 +115,7 @@ def test_backstop_reports_a_kernel_that_blocks_the_event_loop() -> None:
         ("tests.fakes.broken:factory_raises", "the factory raised ValueError: no kernel configured"),
         ("tests.fakes.broken:not_an_adapter", "has no 'info'"),
         ("tests.fakes.broken:not_callable", "is not callable"),
-        ("just-a-name", "expected the form"),
+        ("just-a-name", "pkg.module:factory"),
     ],
 )
 def test_loading_errors_are_one_line(spec: str, words: str) -> None:
@@ -207,10 +207,15 @@ def test_report_writers(tmp_path: Path) -> None:
     schema = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
     jsonschema.validate(json.loads((tmp_path / "r.json").read_text()), schema)
     suite = ET.fromstring((tmp_path / "r.xml").read_text()).find("testsuite")
-    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    cases = {c.get("name").split()[0]: c for c in suite.findall("testcase")}
     assert set(cases) == {"A-001", "A-002", "A-003", "A-004"}
+    assert {c.get("classname") for c in cases.values()} == {"A"}  # the area, not the level
     assert "expected 1 / observed 2" in cases["A-002"].find("failure").get("message")
-    assert cases["A-003"].find("skipped").get("message") == "not offered"
+    assert cases["A-003"].find("skipped").get("message") == "not offered: capability c not declared"
+    # The suite's counts are those of the testcases it holds (untestable ones included).
+    assert suite.get("tests") == str(len(suite.findall("testcase"))) == "4"
+    assert suite.get("skipped") == str(len(suite.findall("testcase/skipped"))) == "2"
+    assert suite.get("failures") == "1" and suite.get("errors") == "0"
     md = (tmp_path / "r.md").read_text()
     assert "| A-002 | MUST | fail |" in md and "NOT conformant" in md
     assert to_junit(report) == (tmp_path / "r.xml").read_text() and to_markdown(report) == md

@@ -5,6 +5,8 @@ loops, legal variants equal up to the allowed freedom, a result-reordering mutan
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -407,3 +409,42 @@ def test_traces_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     with pytest.raises(UsageError, match="not a folder"):
         run_suite(SuiteOptions(smoke=True, traces_dir=str(tmp_path / "f")))
+
+
+def _akc(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    return subprocess.run([sys.executable, "-m", "conformance", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+
+def test_trace_diff_only_ignore_all_and_summary_by_kind(tmp_path: Path) -> None:
+    from reference_kernel.adapter import factory
+
+    ref = _trace(factory(), _scenario())
+    mutant = _trace(trace_kernels.results_reversed(), _scenario())
+    a = _write_dir(tmp_path / "a", {"x.json": ref})
+    b = _write_dir(tmp_path / "b", {"x.json": mutant})
+
+    plain = _akc("trace", "diff", str(a), str(b))
+    assert plain.returncode == 1, plain.stderr
+    assert "divergences by kind" in plain.stdout and "model requests" in plain.stdout
+    assert "--all shows them" in plain.stdout
+
+    every = _akc("trace", "diff", str(a), str(b), "--all")
+    assert every.returncode == 1 and "all " in every.stdout and "divergences:" in every.stdout
+    assert every.stdout.count("≠") > plain.stdout.count("≠")
+
+    # The reversed results reach the model and the hooks' history; the outcome agrees.
+    hooks = _akc("trace", "diff", str(a), str(b), "--only", "outcome,hooks")
+    assert hooks.returncode == 1 and "hook payload" in hooks.stdout and "model requests" not in hooks.stdout
+    same = _akc("trace", "diff", str(a), str(b), "--only", "outcome")
+    assert same.returncode == 0, same.stdout
+    assert "compared: only outcome" in same.stdout and "1 compared, 1 equal" in same.stdout
+    rest = _akc("trace", "diff", str(a), str(b), "--ignore", "hooks,messages,spans,tools")
+    assert rest.returncode == 0, rest.stdout
+
+    data = json.loads(_akc("trace", "diff", str(a), str(b), "--json").stdout)
+    first = data["differences"][0]
+    assert first["kind"] and first["spots"] and first["spots"][0]["kind"]
+
+    bad = _akc("trace", "diff", str(a), str(b), "--only", "outcome,bogus")
+    assert bad.returncode == 2 and "--only: unknown part bogus" in bad.stderr and "Traceback" not in bad.stderr

@@ -192,6 +192,13 @@ def test_span_notifications_are_merged_into_the_result(runner: PortalRunner) -> 
     assert [s.span_id for s in run.result.spans] == ["r1", "n1"]
 
 
+def test_a_malformed_span_notification_is_blamed_on_that_message(runner: PortalRunner) -> None:
+    run = runner.run(load_adapter(fake("badspan")), tool_scenario())
+    text = str(run.error)
+    assert "`span` notification" in text and "span.span_id" in text, text
+    assert "malformed RunResult" not in text
+
+
 def test_a_kernel_that_exits_at_start_is_a_usage_error_with_its_stderr() -> None:
     with pytest.raises(UsageError, match="(?s)exited with code 5 during the start handshake.*cannot open the model configuration"):
         load_adapter(fake("exit"))

@@ -127,7 +127,10 @@ class AdapterInfo(_Model):
     language: str = "python"
     homepage: str | None = None
     profiles: list[Profile]
-    capabilities: list[str] = Field(default_factory=list)
+    #: Names from CAPABILITIES (an enum in the JSON Schema, so a typo fails --validate-protocol).
+    capabilities: list[str] = Field(
+        default_factory=list, json_schema_extra={"items": {"type": "string", "enum": list(CAPABILITIES)}}
+    )
     #: The status subtype this kernel uses when its doom-loop detector fires (seeds leave it open).
     doom_loop_subtype: str | None = None
     #: The kernel's reading of open points of the seeds: {reading id: alternative id} (``akc

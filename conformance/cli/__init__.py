@@ -30,15 +30,47 @@ COMMAND_MODULES = (
     "conformance.cli.matrix",
     "conformance.cli.book",
 )
+#: Which module defines each command: ``akc run ...`` imports only conformance.cli.run (the
+#: others pull in rich tables, the catalog and the selftest machinery for nothing).
+COMMANDS = {
+    "list": "conformance.cli.catalog",
+    "show": "conformance.cli.catalog",
+    "schemas": "conformance.cli.catalog",
+    "run": "conformance.cli.run",
+    "smoke": "conformance.cli.smoke",
+    "selftest": "conformance.cli.selftest",
+    "trace": "conformance.cli.trace",
+    "model-server": "conformance.cli.model_server",
+    "matrix": "conformance.cli.matrix",
+    "book": "conformance.cli.book",
+}
+#: Flags people try from other tools, and the one that does the job here.
+SYNONYMS = {"--kernel": "--adapter", "--expected-failures": "--expect", "--version": "akc --version"}
 
 _registered = False
 
 
-def _register() -> None:
+def _version(value: bool) -> None:
+    if value:
+        from conformance import __version__
+
+        typer.echo(f"akc {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="print akc's version and exit", is_eager=True, callback=_version),
+) -> None:
+    """Agent kernel conformance: certify an agent kernel against the seeds' requirements."""
+
+
+def _register(argv: list[str] | None = None) -> None:
     global _registered
     if _registered:
         return
-    for name in COMMAND_MODULES:
+    wanted = COMMANDS.get(argv[0]) if argv else None
+    for name in (wanted,) if wanted else COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -54,9 +86,26 @@ def _is_usage_error(exc: BaseException) -> bool:
     return any(cls.__name__ == "UsageError" for cls in type(exc).__mro__)
 
 
+def _message(exc: BaseException) -> str:
+    """The usage error's message; for an unknown flag, suggest only a flag that looks like it."""
+    if type(exc).__name__ != "NoSuchOption":
+        return exc.format_message()  # type: ignore[attr-defined]
+    import difflib
+
+    name = getattr(exc, "option_name", "")
+    close = [p for p in getattr(exc, "possibilities", None) or []
+             if p.startswith(name) or name.startswith(p) or difflib.SequenceMatcher(None, name, p).ratio() >= 0.8]
+    hint = SYNONYMS.get(name)
+    if hint and hint not in close:
+        close.insert(0, hint)
+    return f"no such option: {name}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+
+
 def main() -> None:
     """Run ``akc``; a usage error is one line on stderr and exit 2, never a box or a traceback."""
-    _register()
+    import sys
+
+    _register(sys.argv[1:])
     try:
         code = app(prog_name="akc", standalone_mode=False)
     except typer.Abort:
@@ -65,7 +114,7 @@ def main() -> None:
     except Exception as exc:
         if not _is_usage_error(exc):
             raise
-        message = exc.format_message()  # type: ignore[attr-defined]
+        message = _message(exc)
         if not message:  # bare ``akc``: the help was printed, nothing more to say
             raise SystemExit(2) from None
         ctx = getattr(exc, "ctx", None)

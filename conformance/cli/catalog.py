@@ -107,13 +107,28 @@ def show(
         req = catalog.get(req_id)
     except UnknownRequirement as exc:
         _fail(str(exc))
+    checks = _checks_of(req.id)
     if as_json:
-        typer.echo(_as_json(req.model_dump(mode="json")))
+        data = req.model_dump(mode="json")
+        data["checked_by"] = [{"kind": c.kind, "where": c.where, "name": c.name, "profiles": list(c.profiles)} for c in checks]
+        typer.echo(_as_json(data))
         return
-    typer.echo(_describe(req))
+    typer.echo(_describe(req, checks))
 
 
-def _describe(req: Requirement) -> str:
+def _checks_of(req_id: str) -> list:
+    """The scenarios and properties tagged with this requirement (read from the feature files
+    and property modules, no kernel needed)."""
+    from conformance.catalog.coverage import collect
+
+    try:
+        return collect().by_requirement.get(req_id, [])
+    except Exception as exc:  # noqa: BLE001 - a broken feature file must not hide the requirement
+        typer.echo(f"akc: warning: cannot read the checks ({type(exc).__name__}: {exc})", err=True)
+        return []
+
+
+def _describe(req: Requirement, checks: list | None = None) -> str:
     lines = [
         f"{req.id}  {req.level}{'  (gating)' if req.gating else ''}",
         f"  statement:    {req.statement}",
@@ -129,6 +144,13 @@ def _describe(req: Requirement) -> str:
         lines.append(f"  conflicts:    {', '.join(req.conflicts_with)}")
     if req.notes:
         lines.append(f"  notes:        {req.notes}")
+    if checks is not None:
+        if checks:
+            lines.append(f"  checked by:   {len(checks)} check{'s' if len(checks) != 1 else ''}")
+            for c in checks:
+                lines.append(f"    {c.kind:<9} {c.where} / {c.name}  [{', '.join(c.profiles)}]")
+        elif req.testability == "black-box":
+            lines.append("  checked by:   no check yet")
     return "\n".join(lines)
 
 

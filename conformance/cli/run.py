@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("run")
     def run(
-        adapter: Annotated[str, typer.Option("--adapter", "-a", help="adapter factory, pkg.mod:factory")] = DEFAULT_ADAPTER,
+        adapter: Annotated[str, typer.Option("--adapter", "-a", help="the kernel's adapter: pkg.module:factory (Python) or stdio:CMD (any language, docs/protocol.md)")] = DEFAULT_ADAPTER,
         profile: Annotated[str | None, typer.Option("--profile", help="kernel | commonagent | both (default: what the adapter claims)")] = None,
         req: Annotated[list[str] | None, typer.Option("--req", help="only this requirement id (repeatable)")] = None,
         json_path: Annotated[Path | None, typer.Option("--json", help="write the JSON report here")] = None,
@@ -30,7 +30,10 @@ def register(app: typer.Typer) -> None:
         markdown_path: Annotated[Path | None, typer.Option("--markdown", help="write a Markdown summary here")] = None,
         traces: Annotated[Path | None, typer.Option("--traces", help="write each scenario's canonical trace to this folder (compare with akc trace diff)")] = None,
         smoke: Annotated[bool, typer.Option("--smoke", help="only the @smoke scenarios: an adapter check")] = False,
-        strict: Annotated[bool, typer.Option("--strict", help="a failing SHOULD/MAY also fails the run")] = False,
+        strict: Annotated[bool, typer.Option("--strict", help="a failing SHOULD/MAY also fails the run, and so does a stale --expect entry")] = False,
+        expect: Annotated[Path | None, typer.Option("--expect", help="expected failures (TOML, docs/ci.md): listed results do not fail the run, new ones do")] = None,
+        write_expectations: Annotated[Path | None, typer.Option("--write-expectations", help="record this run's non-passing requirements in this TOML file (for --expect)")] = None,
+        all_rows: Annotated[bool, typer.Option("--all", help="show every requirement, not only those that do not pass")] = False,
         backend: Annotated[str, typer.Option("--backend", help="asyncio | trio")] = "asyncio",
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show pytest's own output")] = False,
         timeout_cap: Annotated[float | None, typer.Option("--timeout-cap", help="cap every scenario's timeout (seconds)", hidden=True)] = None,
@@ -58,6 +61,8 @@ def register(app: typer.Typer) -> None:
             timeout_cap_s=timeout_cap,
             traces_dir=str(traces) if traces else None,
             hypothesis_profile=hypothesis_profile,
+            expect_path=str(expect) if expect else None,
+            write_expectations_path=str(write_expectations) if write_expectations else None,
         )
         try:
             result = run_suite(options)
@@ -68,5 +73,7 @@ def register(app: typer.Typer) -> None:
             tail = "\n".join(result.output.strip().splitlines()[-20:])
             typer.echo(f"akc run: the suite did not produce a report (pytest exit {result.pytest_exit})\n{tail}", err=True)
             raise typer.Exit(3)
-        print_report(result.report, verbose=verbose)
+        print_report(result.report, all_rows=all_rows)
+        if write_expectations:
+            typer.echo(f"wrote the expectations of this run to {write_expectations}")
         raise typer.Exit(result.exit_code)

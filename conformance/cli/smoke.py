@@ -1,7 +1,7 @@
 """``akc smoke``: does the *adapter* work? Runs only the trivial @smoke scenarios.
 
-A failing smoke run means "fix your adapter" (wiring, protocol, result shape), not "your kernel
-does not conform": the smoke scenarios are the simplest things every kernel does.
+A failing smoke run points at the adapter or basic kernel behaviour (wiring, protocol, result shape,
+the simplest loop): the smoke scenarios are the simplest things every kernel does.
 
 Exit codes: 0 the adapter works, 1 a smoke scenario did not pass (what broke is printed),
 2 usage error (bad spec, the adapter cannot be loaded, a refused protocol version).
@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
                 f"({', '.join(report.profiles)})"
             )
             raise typer.Exit(0)
-        typer.echo(f"adapter does not work: {len(bad)} smoke requirement(s) did not pass — fix the adapter first")
+        typer.echo(f"adapter does not work: {len(bad)} smoke requirement(s) did not pass — suspect the adapter or basic kernel behaviour before reading the full suite's verdicts")
         for r in bad:
             typer.echo(f"  {r.id} {r.verdict}: {explanation(r)}")
         for e in report.errors:

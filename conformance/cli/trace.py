@@ -21,13 +21,18 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[bool, typer.Option("--json", help="print the result as JSON (for machines)")] = False,
         context: Annotated[int, typer.Option("--context", min=0, max=50, help="events of context around a divergence")] = 3,
         html: Annotated[Path | None, typer.Option("--html", help="also write the diff as an HTML page, side by side (conformance.book)")] = None,
+        only: Annotated[str | None, typer.Option("--only", help="compare only these parts, e.g. outcome,hooks,tools,messages (also usage, spans, notes)")] = None,
+        ignore: Annotated[str | None, typer.Option("--ignore", help="leave these parts out, e.g. spans,attributes (attributes: span attributes only)")] = None,
+        all_spots: Annotated[bool, typer.Option("--all", help="list every divergence of a scenario, not only the first")] = False,
     ) -> None:
-        """Show, for each scenario whose traces differ, the first divergence side by side."""
+        """Show, for each scenario whose traces differ, the first divergence side by side, then a
+        summary of the divergences grouped by kind."""
         from conformance.errors import UsageError
-        from conformance.trace.diff import diff_paths, print_diff, to_json
+        from conformance.trace.diff import Selection, diff_paths, parse_categories, print_diff, to_json
 
         try:
-            result = diff_paths(a, b, context=context)
+            selection = Selection(only=parse_categories(only, "--only"), ignore=parse_categories(ignore, "--ignore"))
+            result = diff_paths(a, b, context=context, selection=selection)
             if html is not None:
                 from conformance.book.render import write_diff_html
 
@@ -38,7 +43,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(to_json(result), nl=False)
         else:
-            print_diff(result)
+            print_diff(result, all_spots=all_spots)
         raise typer.Exit(result.exit_code)
 
     app.add_typer(trace_app, name="trace")

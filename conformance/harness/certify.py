@@ -68,6 +68,9 @@ class SuiteOptions:
     traces_dir: str | None = None
     #: ``ci`` (10 derandomized examples per property) or ``explore`` (hundreds, shrinking on).
     hypothesis_profile: str = "ci"
+    #: ``--expect`` / ``--write-expectations``: expected failures read from / written to this TOML file.
+    expect_path: str | None = None
+    write_expectations_path: str | None = None
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -107,6 +110,10 @@ def validate(options: SuiteOptions) -> None:
         unknown = [r for r in options.reqs if catalog_get(catalog, r.strip().upper()) is None]
         if unknown:
             raise UsageError(f"unknown requirement id(s): {', '.join(unknown)}")
+    if options.expect_path:
+        from conformance.report.expectations import load as load_expectations
+
+        load_expectations(options.expect_path, catalog.ids() if catalog is not None else None)
     if options.traces_dir and Path(options.traces_dir).exists() and not Path(options.traces_dir).is_dir():
         raise UsageError(f"--traces {options.traces_dir}: a file, not a folder")
     adapter = load_adapter(options.adapter)
@@ -163,6 +170,10 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         args += ["--akc-hypothesis-profile", options.hypothesis_profile]
     if options.traces_dir:
         args += ["--akc-traces", str(options.traces_dir)]
+    if options.expect_path:
+        args += ["--akc-expect", str(options.expect_path)]
+    if options.write_expectations_path:
+        args += ["--akc-write-expectations", str(options.write_expectations_path)]
     return args + list(options.extra_args)
 
 
@@ -218,13 +229,15 @@ def certify(
     timeout_cap_s: float | None = None,
     smoke: bool = False,
     traces_dir: str | None = None,
+    expect: str | None = None,
     pytest_args: Sequence[str] = (),
 ) -> Report:
     """Certify a kernel and return the Report (``report.exit_code``, ``report.verdicts()``).
 
     ``factory_or_spec`` is a ``"pkg.mod:factory"`` spec, a factory (a callable returning an
     adapter), or an adapter object. ``smoke=True`` runs only the @smoke scenarios (and reports
-    only their requirements); ``traces_dir`` receives one canonical trace per scenario; ``pytest_args`` are passed on (e.g. ``["-k", "cancel"]``). Usable from a kernel author's own pytest run::
+    only their requirements); ``expect`` is an expectations file (known failures do not fail
+    the run, see docs/ci.md); ``traces_dir`` receives one canonical trace per scenario; ``pytest_args`` are passed on (e.g. ``["-k", "cancel"]``). Usable from a kernel author's own pytest run::
 
         def test_conformance():
             report = conformance.certify(my_kernel.adapter_factory, profile="kernel")
@@ -253,6 +266,7 @@ def certify(
                 timeout_cap_s=timeout_cap_s,
                 smoke=smoke,
                 traces_dir=str(traces_dir) if traces_dir else None,
+                expect_path=str(expect) if expect else None,
                 extra_args=list(pytest_args),
             )
         )

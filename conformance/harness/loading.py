@@ -50,12 +50,17 @@ def load_factory(spec: str) -> Callable[[], Any]:
     """Import ``pkg.mod:factory`` and return the factory (not called)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise UsageError(f"adapter {spec!r}: expected the form 'pkg.module:factory'")
+        raise UsageError(
+            f"adapter {spec!r}: expected 'pkg.module:factory' (a Python adapter) or 'stdio:CMD' (a program "
+            "of any language speaking docs/protocol.md)"
+        )
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name or module_name
-        raise UsageError(f"adapter {spec!r}: module {missing!r} not found") from None
+        raise UsageError(
+            f"adapter {spec!r}: module {missing!r} not found (for a kernel that is a program, use 'stdio:CMD')"
+        ) from None
     except Exception as exc:  # the module itself raised on import
         raise UsageError(
             f"adapter {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"

@@ -65,6 +65,26 @@ class RequirementResult(_Model):
     #: Why the verdict is what it is when no check says so (not offered, no check ran).
     message: str | None = None
     checks: list[CheckResult] = Field(default_factory=list)
+    #: Listed with this verdict in the expectations file (``akc run --expect``): a known failure
+    #: that does not fail the run.
+    expected: bool = False
+
+
+class ExpectationsResult(_Model):
+    """How the run compares with an expectations file (``akc run --expect FILE``)."""
+
+    file: str
+    #: The suite and catalog versions the file was written with.
+    suite_version: str | None = None
+    catalog_version: str | None = None
+    #: Non-passing requirements listed with that verdict (they do not fail the run).
+    expected: list[str] = Field(default_factory=list)
+    #: Non-passing requirements not listed, or listed with another verdict: "id: verdict".
+    unexpected: list[str] = Field(default_factory=list)
+    #: Listed requirements that now pass (or are not offered): delete their entries.
+    stale: list[str] = Field(default_factory=list)
+    #: Listed requirements this run did not check (another profile, ``--req``, ``--smoke``).
+    not_run: list[str] = Field(default_factory=list)
 
 
 class UntestableEntry(_Model):
@@ -87,6 +107,10 @@ class Report(_Model):
     errors: list[str] = Field(default_factory=list)
     exit_code: int
     duration_s: float = 0.0
+    #: The requirement ids asked for with ``--req`` (None: the whole profile).
+    selected: list[str] | None = None
+    #: Set when the run was compared with an expectations file.
+    expectations: ExpectationsResult | None = None
 
     def get(self, req_id: str) -> RequirementResult | None:
         return next((r for r in self.requirements if r.id == req_id), None)
@@ -119,10 +143,79 @@ def explanation(req: RequirementResult) -> str:
     return req.message or req.verdict
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def status_label(report: Report) -> str:
+    """The run's status in words that do not overstate it: "conformant (1 non-gating failure)",
+    "adapter error in 74 requirements", "conformant on the 1 selected requirement"..."""
+    reqs = [r for r in report.requirements if not r.expected]
+    fails = [r for r in reqs if r.verdict == "fail"]
+    gating_fails = [r for r in fails if r.gating]
+    errors = [r for r in reqs if r.verdict == "error"]
+    incomplete = [r for r in reqs if r.verdict == "incomplete"]
+    expected = sum(1 for r in report.requirements if r.expected)
+    stale = len(report.expectations.stale) if report.expectations is not None else 0
+    scope = "" if report.selected is None else f" on the {_n(len(report.requirements), 'selected requirement')}"
+    notes: list[str] = []
+    if report.exit_code == 0:
+        base = "conformant"
+        if fails:
+            notes.append(_n(len(fails), "non-gating failure"))
+    elif report.exit_code == 1:
+        base = "NOT conformant"
+        if gating_fails:
+            notes.append(_n(len(gating_fails), "gating failure"))
+        if len(fails) > len(gating_fails):
+            notes.append(f"{_n(len(fails) - len(gating_fails), 'SHOULD/MAY failure')} (--strict)")
+        if stale and not fails:
+            notes.append(f"{_n(stale, 'stale expectation')} (--strict)")
+            stale = 0
+    elif report.exit_code == 3:
+        if errors and not incomplete and not report.errors:
+            base = "adapter error"
+            notes.append(f"in {_n(len(errors), 'requirement')}")
+        elif report.errors and not errors and not incomplete:
+            base = "harness error"
+        else:
+            base = "incomplete"
+            if errors:
+                notes.append(_n(len(errors), "error"))
+            if incomplete:
+                notes.append(f"{len(incomplete)} could not run")
+            if report.errors:
+                notes.append(_n(len(report.errors), "harness error"))
+        if fails:
+            notes.append(_n(len(fails), "non-gating failure"))
+    else:
+        base = "usage error"
+    if expected:
+        notes.append(_n(expected, "expected failure"))
+    if stale:
+        notes.append(_n(stale, "stale expectation"))
+    if base in ("adapter error",):
+        return f"{base}{scope} {' '.join(notes[:1])}" + (f" ({', '.join(notes[1:])})" if notes[1:] else "")
+    return f"{base}{scope}" + (f" ({', '.join(notes)})" if notes else "")
+
+
 def summary_line(report: Report) -> str:
     counts = ", ".join(f"{report.summary.get(v, 0)} {v}" for v in VERDICTS)
-    status = {0: "conformant", 1: "NOT conformant", 3: "incomplete"}.get(report.exit_code, "usage error")
     return (
         f"{report.kernel.name} {report.kernel.version} [{', '.join(report.profiles) or 'no profile'}]: "
-        f"{status} — {counts}; {len(report.untestable)} untestable; {report.duration_s:.1f} s"
+        f"{status_label(report)} — {counts}; {len(report.untestable)} untestable; {report.duration_s:.1f} s"
     )
+
+
+def short_title(statement: str, limit: int = 60) -> str:
+    """The start of a catalog statement, for test names ("LOOP-007 pre-tool-call is dispatched once
+    per tool_use block…"): the first clause, cut at a word boundary within ``limit`` characters."""
+    text = " ".join(statement.split()).rstrip(".")
+    for stop in ("; ", ": ", " — ", " (", ", "):
+        head = text.split(stop, 1)[0]
+        if len(head) >= 25:
+            text = head
+    if len(text) <= limit:
+        return text + ("" if text == " ".join(statement.split()).rstrip(".") else "…")
+    cut = text[: limit + 1].rsplit(" ", 1)[0].rstrip(".,;:")
+    return cut + "…"

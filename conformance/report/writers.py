@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from conformance.report.model import VERDICTS, Report, RequirementResult, explanation, summary_line
+from conformance.report.model import VERDICTS, Report, RequirementResult, explanation, short_title, summary_line
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` via a temp file in the same folder and a rename."""
@@ -33,43 +33,54 @@ def to_json(report: Report) -> str:
 
 
 def to_junit(report: Report) -> str:
-    """One testcase per requirement; failure/error/skipped elements by verdict."""
-    counts = report.summary
-    suite = ET.Element(
-        "testsuite",
-        name=f"akc {report.kernel.name} {report.kernel.version}",
-        tests=str(len(report.requirements)),
-        failures=str(counts.get("fail", 0)),
-        errors=str(counts.get("error", 0)),
-        skipped=str(counts.get("not-offered", 0) + counts.get("incomplete", 0)),
-        time=f"{report.duration_s:.3f}",
-    )
+    """One testcase per requirement (classname = its area, name = "ID short title"), one per
+    harness error and per untestable requirement; the suite's counts are those of its testcases.
+    An expected failure (``--expect``) is a skipped testcase saying so, as pytest writes an xfail."""
+    suite = ET.Element("testsuite", name=f"akc {report.kernel.name} {report.kernel.version}")
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="suite_version", value=report.suite.version)
     ET.SubElement(props, "property", name="catalog_version", value=str(report.suite.catalog_version))
     ET.SubElement(props, "property", name="exit_code", value=str(report.exit_code))
+    if report.expectations is not None:
+        ET.SubElement(props, "property", name="expectations", value=report.expectations.file)
+    tally = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+
+    def case(classname: str, name: str, kind: str | None = None, message: str = "", text: str | None = None) -> ET.Element:
+        el = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+        tally["tests"] += 1
+        if kind is not None:
+            tally[{"failure": "failures", "error": "errors", "skipped": "skipped"}[kind]] += 1
+            child = ET.SubElement(el, kind, message=message)
+            if text:
+                child.text = text
+        return el
+
     for req in report.requirements:
-        case = ET.SubElement(suite, "testcase", classname=f"{req.level}", name=req.id)
+        name = f"{req.id} {short_title(req.statement)}" if req.statement else req.id
+        area = req.id.split("-", 1)[0]
         message = explanation(req)
-        if req.verdict == "fail":
-            el = ET.SubElement(case, "failure", message=message)
-            el.text = _details(req)
+        if req.expected:
+            el = case(area, name, "skipped", f"expected {req.verdict} (listed in {report.expectations.file if report.expectations else 'the expectations'}): {message}")
+        elif req.verdict == "fail":
+            el = case(area, name, "failure", message, _details(req))
         elif req.verdict == "error":
-            el = ET.SubElement(case, "error", message=message)
-            el.text = _details(req)
+            el = case(area, name, "error", message, _details(req))
         elif req.verdict == "not-offered":
-            ET.SubElement(case, "skipped", message="not offered")
+            el = case(area, name, "skipped", f"not offered: {message}")
         elif req.verdict == "incomplete":
-            ET.SubElement(case, "skipped", message=f"incomplete: {message}")
+            el = case(area, name, "skipped", f"incomplete: {message}")
+        else:
+            el = case(area, name)
         if req.statement:
-            ET.SubElement(case, "system-out").text = req.statement
+            ET.SubElement(el, "system-out").text = f"{req.level}: {req.statement}"
     for k, error in enumerate(report.errors):
-        case = ET.SubElement(suite, "testcase", classname="harness", name=f"harness-error-{k + 1}")
-        ET.SubElement(case, "error", message=error)
+        case("harness", f"harness-error-{k + 1}", "error", error)
     for entry in report.untestable:
-        case = ET.SubElement(suite, "testcase", classname="untestable", name=entry.id)
-        ET.SubElement(case, "skipped", message=f"untestable: {entry.reason}")
-    suites = ET.Element("testsuites")
+        case(entry.id.split("-", 1)[0], f"{entry.id} (untestable)", "skipped", f"untestable: {entry.reason}")
+    for key, value in tally.items():
+        suite.set(key, str(value))
+    suite.set("time", f"{report.duration_s:.3f}")
+    suites = ET.Element("testsuites", {k: str(v) for k, v in tally.items()})
     suites.append(suite)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -86,7 +97,8 @@ def _md_cell(text: str) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    """A CI step summary: the counts, then the requirements that are not a pass."""
+    """A CI step summary: the counts, then the requirements that are not a pass (new ones first,
+    then the expected ones), and how the run compares with its expectations file."""
     lines = [
         f"## Agent kernel conformance: {report.kernel.name} {report.kernel.version}",
         "",
@@ -96,10 +108,17 @@ def to_markdown(report: Report) -> str:
         "| --- | --- |",
     ]
     lines += [f"| {v} | {report.summary.get(v, 0)} |" for v in VERDICTS]
-    bad = [r for r in report.requirements if r.verdict in ("fail", "error", "incomplete")]
+    bad = [r for r in report.requirements if r.verdict in ("fail", "error", "incomplete") and not r.expected]
     if bad:
         lines += ["", "### Requirements not passing", "", "| id | level | verdict | why |", "| --- | --- | --- | --- |"]
         lines += [f"| {r.id} | {r.level} | {r.verdict} | {_md_cell(explanation(r))} |" for r in bad]
+    expected = [r for r in report.requirements if r.expected]
+    if expected:
+        lines += ["", "### Expected failures (listed in the expectations file)", "", "| id | level | verdict | why |", "| --- | --- | --- | --- |"]
+        lines += [f"| {r.id} | {r.level} | {r.verdict} (expected) | {_md_cell(explanation(r))} |" for r in expected]
+    exp = report.expectations
+    if exp is not None and exp.stale:
+        lines += ["", "### Stale expectations (these now pass: delete their entries)", ""] + [f"- {_md_cell(s)}" for s in exp.stale]
     if report.errors:
         lines += ["", "### Harness errors", ""] + [f"- {_md_cell(e)}" for e in report.errors]
     offered = [r.id for r in report.requirements if r.verdict == "not-offered"]

@@ -7,8 +7,10 @@ made canonical when the traces were built, so plain equality here is equality of
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,93 @@ from conformance.trace.canonical import Trace, load
 CONTEXT = 3
 
 JSON = dict[str, Any]
+
+#: What ``--only`` / ``--ignore`` select, by event kind. ``attributes`` is not a kind of event but
+#: a part of one: ignoring it compares spans by their tree, names and kinds only.
+CATEGORIES: dict[str, frozenset[str]] = {
+    "outcome": frozenset({"outcome", "end", "raised", "rejected"}),
+    "hooks": frozenset({"hook"}),
+    "tools": frozenset({"tool_start", "tool_end", "policy", "approval"}),
+    "messages": frozenset({"model_request", "model_response", "model_error"}),
+    "usage": frozenset({"usage"}),
+    "spans": frozenset({"span"}),
+    "notes": frozenset({"cancel", "cancel_missing", "script_exhausted", "rendezvous_timeout", "finish_order_timeout",
+                        "unknown_tool", "unknown_hook"}),
+    "attributes": frozenset(),
+}
+
+
+def parse_categories(text: str | None, option: str) -> frozenset[str]:
+    """``"outcome,hooks"`` → the set of names; UsageError naming the option for an unknown one."""
+    if not text:
+        return frozenset()
+    names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    unknown = sorted(names - set(CATEGORIES))
+    if unknown:
+        raise UsageError(f"{option}: unknown part {', '.join(unknown)} (use {', '.join(CATEGORIES)})")
+    return names
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which parts of a trace are compared (``--only`` / ``--ignore``)."""
+
+    only: frozenset[str] = frozenset()
+    ignore: frozenset[str] = frozenset()
+
+    def keeps(self, kind: str) -> bool:
+        category = next((c for c, kinds in CATEGORIES.items() if kind in kinds), "notes")
+        only = self.only - {"attributes"}
+        if only and category not in only:
+            return False
+        return category not in self.ignore
+
+    def apply(self, events: list[JSON]) -> list[JSON]:
+        if not (self.only or self.ignore):
+            return events
+        out = []
+        for e in events:
+            if not self.keeps(str(e.get("kind"))):
+                continue
+            if e.get("kind") == "span" and "attributes" in self.ignore:
+                e = {k: v for k, v in e.items() if k != "attributes"}
+            out.append(e)
+        return out
+
+
+def divergence_kind(a: JSON | None, b: JSON | None, path: str = "") -> str:
+    """A name for what differs, for the summary: "hook order", "tool results", "span attributes"..."""
+    event = a if a is not None else b
+    kind = str((event or {}).get("kind"))
+    if a is None or b is None:
+        return f"{_KIND_NAMES.get(kind, kind)}: missing on one side"
+    if a.get("kind") != b.get("kind"):
+        return "event order"
+    if kind == "hook":
+        if a.get("point") != b.get("point") or a.get("call_id") != b.get("call_id"):
+            return "hook order"
+        return "hook outcome" if path.startswith("outcome") else "hook payload"
+    if kind == "span":
+        return "span attributes" if path.startswith("attributes") else "spans"
+    return _KIND_NAMES.get(kind, kind)
+
+
+_KIND_NAMES = {
+    "hook": "hooks", "model_request": "model requests", "model_response": "model responses", "model_error": "model errors",
+    "tool_start": "tool calls", "tool_end": "tool results", "policy": "policy prechecks", "approval": "approvals",
+    "usage": "usage", "outcome": "outcome", "end": "outcome", "raised": "outcome", "rejected": "outcome", "span": "spans",
+}
+
+
+class Spot(BaseModel):
+    """One divergence of a scenario (``--all`` lists every one)."""
+
+    kind: str
+    a_index: int | None = None
+    b_index: int | None = None
+    path: str = ""
+    a: str = ""
+    b: str = ""
 
 
 class Divergence(BaseModel):
@@ -43,6 +132,10 @@ class Divergence(BaseModel):
     context_b: list[tuple[int, JSON]] = Field(default_factory=list)
     a_events: int = 0
     b_events: int = 0
+    #: What differs at the first divergence ("hook order", "span attributes"...).
+    kind: str = ""
+    #: Every divergence of the scenario, the first included, aligned by a sequence diff.
+    spots: list[Spot] = Field(default_factory=list)
 
 
 class DiffResult(BaseModel):
@@ -53,6 +146,18 @@ class DiffResult(BaseModel):
     differences: list[Divergence] = Field(default_factory=list)
     only_in_a: list[str] = Field(default_factory=list)
     only_in_b: list[str] = Field(default_factory=list)
+    #: The parts compared (``--only``) and left out (``--ignore``).
+    only: list[str] = Field(default_factory=list)
+    ignore: list[str] = Field(default_factory=list)
+
+    def by_kind(self) -> dict[str, tuple[int, int]]:
+        """Divergence kind → (scenarios where it occurs, scenarios where it is the first)."""
+        out: dict[str, list[int]] = {}
+        for d in self.differences:
+            for kind in {s.kind for s in d.spots} | {d.kind}:
+                out.setdefault(kind, [0, 0])[0] += 1
+            out.setdefault(d.kind, [0, 0])[1] += 1
+        return {k: (v[0], v[1]) for k, v in sorted(out.items(), key=lambda kv: (-kv[1][0], kv[0]))}
 
     @property
     def equivalent(self) -> bool:
@@ -66,9 +171,34 @@ class DiffResult(BaseModel):
 # --------------------------------------------------------------------------- comparison
 
 
-def comparable(trace: Trace) -> list[JSON]:
-    """The events as compared: JSON form, the kernel's free choices as placeholders."""
-    return apply_freedoms(trace.event_dicts(), trace.kernel.doom_loop_subtype)
+def comparable(trace: Trace, selection: Selection | None = None) -> list[JSON]:
+    """The events as compared: JSON form, the kernel's free choices as placeholders, only the
+    selected parts."""
+    events = apply_freedoms(trace.event_dicts(), trace.kernel.doom_loop_subtype)
+    return selection.apply(events) if selection is not None else events
+
+
+def spots(ea: list[JSON], eb: list[JSON]) -> list[Spot]:
+    """Every divergence between two event lists, aligned by a sequence diff (an extra event on one
+    side is one divergence, not a shift of everything after it)."""
+    ka = [canonical_json(e) for e in ea]
+    kb = [canonical_json(e) for e in eb]
+    out: list[Spot] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        n = max(i2 - i1, j2 - j1)
+        for k in range(n):
+            i, j = i1 + k, j1 + k
+            x = ea[i] if i < i2 else None
+            y = eb[j] if j < j2 else None
+            path = ""
+            if x is not None and y is not None and x.get("kind") == y.get("kind"):
+                found = first_difference(x, y)
+                path = found[0] if found else ""
+            out.append(Spot(kind=divergence_kind(x, y, path), a_index=i if x is not None else None,
+                            b_index=j if y is not None else None, path=path, a=describe(x), b=describe(y)))
+    return out
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:
@@ -99,9 +229,12 @@ def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | N
     return (path.lstrip("."), a, b)
 
 
-def compare(a: Trace, b: Trace, name: str = "", context: int = CONTEXT) -> Divergence | None:
-    """The first divergence between two traces of a scenario, or None when equivalent."""
-    ea, eb = comparable(a), comparable(b)
+def compare(
+    a: Trace, b: Trace, name: str = "", context: int = CONTEXT, selection: Selection | None = None
+) -> Divergence | None:
+    """The first divergence between two traces of a scenario (and every one in ``spots``), or
+    None when equivalent in the selected parts."""
+    ea, eb = comparable(a, selection), comparable(b, selection)
     if ea == eb:
         return None
     index = next((i for i, (x, y) in enumerate(zip(ea, eb, strict=False)) if x != y), min(len(ea), len(eb)))
@@ -127,6 +260,8 @@ def compare(a: Trace, b: Trace, name: str = "", context: int = CONTEXT) -> Diver
         context_b=[(i, eb[i]) for i in range(lo, min(len(eb), index + context + 1))],
         a_events=len(ea),
         b_events=len(eb),
+        kind=divergence_kind(x, y, path),
+        spots=spots(ea, eb),
     )
 
 
@@ -158,7 +293,9 @@ def trace_files(folder: Path) -> dict[str, Path]:
     return out
 
 
-def diff_paths(a: str | Path, b: str | Path, context: int = CONTEXT) -> DiffResult:
+def diff_paths(
+    a: str | Path, b: str | Path, context: int = CONTEXT, selection: Selection | None = None
+) -> DiffResult:
     """Compare two trace files, or two folders of traces matched by file name."""
     pa, pb = Path(a), Path(b)
     for p in (pa, pb):
@@ -166,7 +303,8 @@ def diff_paths(a: str | Path, b: str | Path, context: int = CONTEXT) -> DiffResu
             raise UsageError(f"no such trace file or folder: {p}")
     if pa.is_dir() != pb.is_dir():
         raise UsageError(f"compare a folder with a folder and a file with a file ({pa} / {pb})")
-    result = DiffResult(a=str(pa), b=str(pb))
+    selection = selection or Selection()
+    result = DiffResult(a=str(pa), b=str(pb), only=sorted(selection.only), ignore=sorted(selection.ignore))
     if pa.is_dir():
         fa, fb = trace_files(pa), trace_files(pb)
         if not fa and not fb:
@@ -178,7 +316,7 @@ def diff_paths(a: str | Path, b: str | Path, context: int = CONTEXT) -> DiffResu
         pairs = [(pa.name, pa, pb)]
     for name, x, y in pairs:
         result.compared += 1
-        d = compare(read_trace(x), read_trace(y), name=name, context=context)
+        d = compare(read_trace(x), read_trace(y), name=name, context=context, selection=selection)
         if d is None:
             result.equal += 1
         else:
@@ -233,19 +371,20 @@ def describe(event: JSON | None) -> str:
     return f"{k} {event.get('call_id') or ''}".strip()
 
 
-def render(result: DiffResult, width: int | None = None) -> str:
+def render(result: DiffResult, width: int | None = None, all_spots: bool = False) -> str:
     """The diff as text (rich tables; no colours, for files and tests)."""
     import io
 
     from rich.console import Console
 
     console = Console(file=io.StringIO(), width=width or 140, force_terminal=False, color_system=None)
-    print_diff(result, console)
+    print_diff(result, console, all_spots=all_spots)
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
-def print_diff(result: DiffResult, console: Any = None) -> None:
-    """Print each differing scenario's first divergence side by side, then the missing ones."""
+def print_diff(result: DiffResult, console: Any = None, all_spots: bool = False) -> None:
+    """Print each differing scenario's first divergence side by side (with ``all_spots`` every
+    divergence of it), then the missing ones, then the divergences grouped by kind."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -279,11 +418,29 @@ def print_diff(result: DiffResult, console: Any = None) -> None:
         console.print(f"  first divergence at {escape(where)}:", highlight=False)
         console.print(f"    A: {escape(_short(d.a_value, 200))}", highlight=False)
         console.print(f"    B: {escape(_short(d.b_value, 200))}", highlight=False)
+        if all_spots and len(d.spots) > 1:
+            console.print(f"  all {len(d.spots)} divergences:", highlight=False)
+            for s in d.spots:
+                at = f"A#{'' if s.a_index is None else s.a_index} B#{'' if s.b_index is None else s.b_index}"
+                path = f" {s.path.split(' (')[0]}" if s.path else ""
+                console.print(escape(f"    {at} [{s.kind}]{path}: {s.a}  ≠  {s.b}"), highlight=False)
+        elif len(d.spots) > 1:
+            console.print(f"  ({len(d.spots) - 1} more divergence{'s' if len(d.spots) > 2 else ''} in this scenario: --all shows them)", highlight=False)
         console.print("")
     for name in result.only_in_a:
         console.print(f"only in A ({escape(result.a)}): {escape(name)}", highlight=False)
     for name in result.only_in_b:
         console.print(f"only in B ({escape(result.b)}): {escape(name)}", highlight=False)
+    kinds = result.by_kind()
+    if kinds:
+        console.print("divergences by kind (scenarios where it occurs / where it is the first):", highlight=False)
+        width = max(len(k) for k in kinds)
+        for kind, (anywhere, first) in kinds.items():
+            console.print(escape(f"  {kind:<{width}}  {anywhere:>4} / {first}"), highlight=False)
+    if result.only or result.ignore:
+        parts = (f"only {','.join(result.only)}" if result.only else "") + (" " if result.only and result.ignore else "") + (
+            f"ignoring {','.join(result.ignore)}" if result.ignore else "")
+        console.print(f"compared: {parts}", highlight=False)
     verdict = "equivalent" if result.equivalent else "different"
     console.print(
         f"{result.compared} compared, {result.equal} equal, {len(result.differences)} differ, "

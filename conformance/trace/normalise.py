@@ -14,8 +14,8 @@ What a kernel may legitimately vary is removed here, and nothing else:
 * spans are a tree whose siblings are sorted by content (their timestamps are gone).
 
 :func:`apply_freedoms` goes one step further, for comparison only: the wording of the synthetic
-instruction and the doom-loop status subtype are free choices of a kernel (design.md, "Do not
-over-specify") and are replaced by placeholders before two traces are compared.
+instruction and the doom-loop status subtype are free choices of a kernel (docs/vocabulary.md,
+"Free choices stay free") and are replaced by placeholders before two traces are compared.
 """
 
 from __future__ import annotations

@@ -139,9 +139,7 @@ class _Run:
                         self.serving[msg["id"]] = scope
                         tg.start_soon(self._serve, msg, scope)
                     elif method == "span":
-                        span = msg["params"].get("span")
-                        if isinstance(span, dict):
-                            self.spans.append(span)
+                        self.spans.append(self._notified_span(msg, conn.lines_read))
                     elif method == "journal.write":
                         # Inline, before any later line: its place in the log is its order.
                         report = getattr(self.doubles, "journal_write", None)
@@ -163,6 +161,25 @@ class _Run:
                 tg.cancel_scope.cancel()  # callbacks still pending after the run ended are moot
                 return self._envelope(msg)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _notified_span(msg: dict[str, Any], line: int) -> dict[str, Any]:
+        """A ``span`` notification's span, checked here so a bad one is blamed on the message that
+        carried it (not on the RunResult it is later merged into)."""
+        from pydantic import ValidationError
+
+        from conformance.boundary.adapter import Span
+
+        span = (msg.get("params") or {}).get("span")
+        try:
+            Span.model_validate(span)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+            raise WireError(
+                f"the kernel's `span` notification (line {line}) carries a malformed span: field span.{loc}: {err.get('msg')}"
+            ) from None
+        return span
 
     def _envelope(self, msg: dict[str, Any]) -> dict[str, Any]:
         if "error" in msg:

@@ -11,7 +11,8 @@ stands for a kernel in another language). ``python fake_kernel.py MODE``:
 * ``refuse``: answers ``start`` with error -32001;
 * ``invalid``: sends ``tool.invoke`` with an integer call id (caught by --validate-protocol);
 * ``errored`` / ``skipped``: answers run with that envelope;
-* ``spans``: sends one span as a notification and another in the result;
+* ``spans``: sends one span as a notification and another in the result; ``badspan``: its
+  notified span has no ``span_id``;
 * ``exit``: exits with code 5 at once, before answering ``start``.
 """
 
@@ -73,6 +74,8 @@ def run(rid, params):
         return
     if MODE == "spans":
         send({"jsonrpc": "2.0", "method": "span", "params": {"seq": seq, "span": {"span_id": "n1", "name": "turn", "kind": "turn"}}})
+    if MODE == "badspan":
+        send({"jsonrpc": "2.0", "method": "span", "params": {"seq": seq, "span": {"name": "turn", "kind": "turn"}}})
     answer = call(1, "model.complete", {"seq": seq, "request": {"messages": [{"role": "user", "text": "hi"}]}, "turn": TURN})
     if MODE == "crashall" or (MODE == "crash" and "crash" in scenario["name"]):
         sys.stderr.write("fatal: the fake kernel crashed (pid %d)\n" % os.getpid())

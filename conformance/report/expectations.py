@@ -1,0 +1,186 @@
+"""Expectation files: the requirements a kernel is known not to pass, so CI can gate on regressions.
+
+``akc run --write-expectations FILE`` records the run's non-passing requirements (id, verdict, a
+one-line reason) with the suite and catalog versions; ``akc run --expect FILE`` marks the listed
+ones as *expected* (they no longer decide the exit code), names the new ones, and reports as
+*stale* the entries whose requirement now passes (exit 1 with ``--strict``).
+
+One entry per requirement (per-scenario entries proved too coarse for the MCP suite); ``verdict``
+may be a list when a result is known to vary (WPT's "known intermittent"). The file is TOML, read
+with :mod:`tomllib` and written here by hand in a small, stable, commented layout meant to be
+committed and reviewed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.errors import UsageError
+from conformance.report.model import ExpectationsResult, Report, explanation
+from conformance.report.verdicts import EXIT_FAILED, exit_code
+
+FORMAT = 1
+#: Verdicts an entry may list ("pass" only beside another one: a result known to vary).
+LISTABLE = ("fail", "error", "incomplete", "pass")
+NOT_PASSING = ("fail", "error", "incomplete")
+_ID = re.compile(r"^[A-Z]+-\d{3}$")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    id: str
+    verdicts: tuple[str, ...]
+    reason: str = ""
+
+
+@dataclass
+class Expectations:
+    path: str
+    entries: dict[str, Expectation] = field(default_factory=dict)
+    suite_version: str | None = None
+    catalog_version: str | None = None
+
+
+def load(path: str | Path, known_ids: Iterable[str] | None = None) -> Expectations:
+    """Read and check an expectations file; a UsageError (one line naming the file and the entry)
+    for anything wrong, an unknown requirement id included."""
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"expectations file {where}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"expectations file {where}: not valid TOML ({exc})") from None
+    fmt = data.get("format", FORMAT)
+    if fmt != FORMAT:
+        raise UsageError(f"expectations file {where}: format {fmt!r} is not supported (this akc reads format {FORMAT})")
+    unknown_keys = sorted(set(data) - {"format", "suite_version", "catalog_version", "kernel", "expected"})
+    if unknown_keys:
+        raise UsageError(f"expectations file {where}: unknown key(s) {', '.join(unknown_keys)}")
+    table = data.get("expected", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"expectations file {where}: 'expected' must be a table of [expected.ID] entries")
+    known = set(known_ids) if known_ids is not None else None
+    out = Expectations(path=where, suite_version=_str_or_none(data.get("suite_version")),
+                       catalog_version=_str_or_none(data.get("catalog_version")))
+    for rid, entry in table.items():
+        at = f"expectations file {where}, entry [expected.{rid}]"
+        if not _ID.match(rid):
+            raise UsageError(f"{at}: not a requirement id (expected e.g. LOOP-001)")
+        if known is not None and rid not in known:
+            raise UsageError(f"{at}: unknown requirement id {rid} (see `akc list`)")
+        if not isinstance(entry, dict):
+            raise UsageError(f"{at}: must be a table with a verdict")
+        extra = sorted(set(entry) - {"verdict", "reason"})
+        if extra:
+            raise UsageError(f"{at}: unknown key(s) {', '.join(extra)} (use verdict and reason)")
+        raw = entry.get("verdict")
+        verdicts = tuple([raw] if isinstance(raw, str) else raw or ())
+        if not verdicts or not all(isinstance(v, str) for v in verdicts):
+            raise UsageError(f"{at}: verdict must be one of {', '.join(NOT_PASSING)}, or a list of them")
+        bad = [v for v in verdicts if v not in LISTABLE]
+        if bad:
+            raise UsageError(f"{at}: unknown verdict {bad[0]!r} (use {', '.join(LISTABLE)})")
+        if not set(verdicts) & set(NOT_PASSING):
+            raise UsageError(f"{at}: an entry expecting only 'pass' expects nothing; delete it")
+        reason = entry.get("reason", "")
+        if not isinstance(reason, str):
+            raise UsageError(f"{at}: reason must be a string")
+        out.entries[rid] = Expectation(rid, verdicts, reason)
+    return out
+
+
+def _str_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def apply(report: Report, expectations: Expectations, *, strict: bool = False) -> Report:
+    """Mark the expected results, list the unexpected and stale ones, and recompute the exit code:
+    expected results no longer count; stale entries count as a failure with ``strict``."""
+    result = ExpectationsResult(
+        file=expectations.path, suite_version=expectations.suite_version, catalog_version=expectations.catalog_version
+    )
+    seen = set()
+    for req in report.requirements:
+        seen.add(req.id)
+        entry = expectations.entries.get(req.id)
+        if req.verdict in NOT_PASSING:
+            if entry is not None and req.verdict in entry.verdicts:
+                req.expected = True
+                result.expected.append(req.id)
+            else:
+                listed = f" (listed as {' or '.join(entry.verdicts)})" if entry is not None else ""
+                result.unexpected.append(f"{req.id}: {req.verdict}{listed}")
+        elif entry is not None and req.verdict not in entry.verdicts:
+            result.stale.append(f"{req.id}: {req.verdict} (listed as {' or '.join(entry.verdicts)})")
+    result.not_run = sorted(set(expectations.entries) - seen)
+    report.expectations = result
+    code = exit_code([r for r in report.requirements if not r.expected], strict=strict)
+    if report.errors and code == 0:
+        code = 3
+    if strict and result.stale and code != EXIT_FAILED:
+        code = EXIT_FAILED
+    report.exit_code = code
+    return report
+
+
+# --------------------------------------------------------------------------- writing
+
+_HEADER = """\
+# Expected results of an agent kernel under agent-kernel-conformance (akc).
+#
+# Written by `akc run --write-expectations FILE`; read by `akc run --expect FILE`, which exits 0
+# when every requirement that does not pass is listed here with its verdict, 1 on a new failure,
+# and reports an entry whose requirement now passes as stale (exit 1 with --strict): delete it.
+# One [expected.ID] table per requirement (`akc show ID` explains it). `verdict` is one of
+# "fail", "error", "incomplete", or a list when the result is known to vary, e.g.
+# ["fail", "pass"]. `reason` is free text for the reader; akc does not compare it.
+"""
+
+
+def _toml_string(text: str) -> str:
+    # A JSON string is a valid TOML basic string (same escapes, \\uXXXX for control characters).
+    return json.dumps(text, ensure_ascii=False)
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render(report: Report, previous: Expectations | None = None) -> str:
+    """The expectations file of this run: its non-passing requirements, in catalog order. An entry
+    of ``previous`` (the file given to ``--expect``) that still matches keeps its verdict list
+    and its reason, so regenerating never loses what a person wrote."""
+    lines = [_HEADER]
+    lines.append(f"format = {FORMAT}")
+    lines.append(f"suite_version = {_toml_string(report.suite.version)}")
+    if report.suite.catalog_version:
+        lines.append(f"catalog_version = {_toml_string(report.suite.catalog_version)}")
+    lines.append(f"kernel = {_toml_string(f'{report.kernel.name} {report.kernel.version}')}")
+    bad = [r for r in report.requirements if r.verdict in NOT_PASSING]
+    if not bad:
+        lines += ["", "# Every requirement of this run passed: nothing is expected to fail."]
+    for req in bad:
+        old = previous.entries.get(req.id) if previous is not None else None
+        if old is not None and req.verdict in old.verdicts:
+            verdict = _toml_string(old.verdicts[0]) if len(old.verdicts) == 1 else "[" + ", ".join(map(_toml_string, old.verdicts)) + "]"
+            reason = old.reason or one_line(explanation(req))
+        else:
+            verdict, reason = _toml_string(req.verdict), one_line(explanation(req))
+        lines += ["", f"[expected.{req.id}]", f"verdict = {verdict}", f"reason = {_toml_string(reason)}"]
+    return "\n".join(lines) + "\n"
+
+
+def write(report: Report, path: str | Path, previous: Expectations | None = None) -> Path:
+    """Write the run's expectations atomically."""
+    from conformance.report.writers import write_atomic
+
+    return write_atomic(path, render(report, previous))

@@ -26,7 +26,7 @@ Feature: Loop termination and bounds
     And max_turns is <n>
     And the model calls "lookup" with distinct arguments <calls> times
     When the kernel runs
-    Then tools ran in <n> turns, or one fewer if the final turn counts
+    Then tools ran only in the model calls max_turns <n> allows
     And the run ends with a subtype other than "success"
 
     Examples:
@@ -53,7 +53,7 @@ Feature: Loop termination and bounds
        {"text": "final answer", "usage": {"input_tokens": 1000}}]
       """
     When the kernel runs
-    Then tools ran in 2 turns, or one fewer if the final turn counts
+    Then tools ran only in the model calls max_turns 2 allows
     And the run ends with a subtype other than "success"
 
   @BOUND-004 @BOUND-006
@@ -108,14 +108,26 @@ Feature: Loop termination and bounds
     And the model answers "final answer"
     When the kernel runs
     Then <ran> tool calls ran
-    And the run ends with <end>
+    And the run ends with a subtype other than "success"
 
     Examples:
-      | limit | ran | end                              |
-      | 15    | 2   | a subtype other than "success"   |
-      | 20    | 2   | a subtype other than "success"   |
-      | 25    | 3   | a subtype other than "success"   |
-      | 1000  | 4   | subtype "success"                |
+      | limit | ran |
+      | 15    | 2   |
+      | 20    | 2   |
+      | 25    | 3   |
+
+  @BOUND-005 @BOUND-006 @cap_injectable_clock
+  Scenario: max_wall_clock_s far above the session run's length does not stop the loop
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_wall_clock_s": 1000}, "clock": {"advance_per_model_call": 10}}
+      """
+    And the model calls "lookup" with distinct arguments 4 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then 4 tool calls ran
+    And the run ends with subtype "success"
 
   @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @cap_injectable_clock
   Scenario: max_wall_clock_s fires while turns and cost are far from their limits
@@ -151,7 +163,7 @@ Feature: Loop termination and bounds
     When the kernel runs
     Then tool "c1" ran
     And tool "w1" ran
-    And the hook points of model turn 1 include, in order:
+    And the hook points of model call 1 include, in order:
       | pre-tool-call  |
       | plan-ready     |
       | post-tool-call |
@@ -184,8 +196,8 @@ Feature: Loop termination and bounds
     And the model calls "lookup" with {"q": 2} as "c2"
     And the model answers "final answer"
     When the kernel runs
-    Then model request 1 has tool specs
-    And the last model request has no tool specs
+    Then the request of model call 1 has tool specs
+    And the request of the last model call offers no tool specs
 
   # max_turns 3: at least three requests, so the churn of the earlier requests (a volatile prompt
   # tier changes the system text on every request) is measured before the final one is judged.
@@ -208,7 +220,7 @@ Feature: Loop termination and bounds
     And the model calls "lookup" with distinct arguments 2 times
     And the model answers "second reply"
     When the kernel runs
-    Then the limit-reached instruction of message 1 is in no request of message 2
+    Then the limit-reached instruction of user message 1 is in no request of user message 2
 
   # Every scripted response asks for a tool: whichever turn the kernel takes as the final one,
   # the calls in its answer must not run, and the session must end there.
@@ -222,7 +234,7 @@ Feature: Loop termination and bounds
     And the model calls "lookup" with {"q": 4} as "latest"
     When the kernel runs
     Then the model script was not exhausted
-    And no tool call in the answer to the last model request ran
+    And no tool call the last model call asked for ran
 
   # More tool calls are scripted than the bound allows: whichever turn the kernel fires in, the
   # subtype is what is checked here.
@@ -290,7 +302,7 @@ Feature: Loop termination and bounds
        {"text": "nobody should ask for this", "usage": {"input_tokens": 1000}}]
       """
     When the kernel runs
-    Then the session took the limit-reached path after model request 2
+    Then the session took the limit-reached path after model call 2
 
   @BOUND-007 @cap_max_wall_clock_s @cap_injectable_clock
   Scenario: max_wall_clock_s takes the same limit-reached path
@@ -304,7 +316,7 @@ Feature: Loop termination and bounds
     And the model calls "lookup" with {"q": 3} as "late"
     And the model answers "nobody should ask for this"
     When the kernel runs
-    Then the session took the limit-reached path after model request 2
+    Then the session took the limit-reached path after model call 2
 
   @LOOP-017
   Scenario: session-end is dispatched once, after the limit-reached turn
@@ -314,7 +326,7 @@ Feature: Loop termination and bounds
     And the model answers "final answer"
     When the kernel runs
     Then "session-end" was dispatched 1 time
-    And the hook points of model turn 2 include, in order:
+    And the hook points of model call 2 include, in order:
       | context-assemble    |
       | pre-model-call      |
       | post-model-response |
@@ -334,9 +346,9 @@ Feature: Loop termination and bounds
     And the user message "go on"
     When the kernel runs
     Then the kernel did not raise
-    And message 1 ends with a subtype that does not start with "error_max_"
-    And message 2 ends with subtype "success"
-    And the last model request holds the result of call "c1"
+    And user message 1 ends with a subtype that does not start with "error_max_"
+    And user message 2 ends with subtype "success"
+    And the request of the last model call holds the result of call "c1"
 
   @BOUND-017
   Scenario: Without asking for soft mode, a session still ends hard at the bound

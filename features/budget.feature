@@ -65,6 +65,6 @@ Feature: The iteration budget (000, CommonAgent)
     And the model calls "lookup" with {} as "b"
     And the model answers "two"
     When the kernel runs
-    Then the turn of message 2 made 2 model calls
-    And message 2 ends with status "completed"
+    Then user message 2 made 2 model calls
+    And user message 2 ends with status "completed"
     And the reply is "two"

@@ -17,7 +17,7 @@ Feature: Done detection (003)
     And the model answers "a third answer nobody should ask for"
     When the kernel runs
     Then the kernel did not raise
-    And no model request follows the first response without tool calls
+    And no model call follows the first answer without tool calls
     And the run ends with subtype "success"
 
   @DONE-001
@@ -31,7 +31,7 @@ Feature: Done detection (003)
     And the model answers "a third answer nobody should ask for"
     When the kernel runs
     Then the kernel did not raise
-    And no model request follows the first response without tool calls
+    And no model call follows the first answer without tool calls
     And the run ends with subtype "success"
 
   @DONE-001
@@ -42,7 +42,7 @@ Feature: Done detection (003)
     And the model answers "a second answer nobody should ask for"
     When the kernel runs
     Then the kernel did not raise
-    And no model request follows the first response without tool calls
+    And no model call follows the first answer without tool calls
     And the run ends with subtype "success"
 
   # ------------------------------------------------------------------ explicit
@@ -65,7 +65,7 @@ Feature: Done detection (003)
     And the model calls "finish" with {"summary": "all done"} as "f1"
     And the model answers "nobody should ask for this"
     When the kernel runs
-    Then the post-tool-call of call "f1" is dispatched before the loop ends
+    Then the post-tool-call of call "f1" was dispatched before the loop ended
 
   @DONE-003
   Scenario: The terminal call's post-tool-call is dispatched when it shares the message with other calls
@@ -77,7 +77,7 @@ Feature: Done detection (003)
       | f1 | finish | {}         |
     And the model answers "nobody should ask for this"
     When the kernel runs
-    Then the post-tool-call of call "f1" is dispatched before the loop ends
+    Then the post-tool-call of call "f1" was dispatched before the loop ended
 
   @DONE-004
   Scenario Outline: A terminal tool ends the loop even with other tool_use blocks in the message (<where>)

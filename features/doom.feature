@@ -75,7 +75,7 @@ Feature: Doom-loop detection
     And the model answers "final answer"
     When the kernel runs
     Then tool "k_r2" ran
-    And the hook points of model turn 3 include, in order:
+    And the hook points of model call 3 include, in order:
       | pre-tool-call  |
       | post-tool-call |
       | post-apply     |
@@ -177,7 +177,7 @@ Feature: Doom-loop detection
     And the model answers "final answer"
     When the kernel runs
     Then "session-end" was dispatched 1 time
-    And the hook points of model turn 4 include, in order:
+    And the hook points of model call 4 include, in order:
       | context-assemble    |
       | post-model-response |
       | session-end         |

@@ -56,7 +56,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
       | d2 | fetch | {"q": "2"} |
     And the model answers "done"
     When the kernel runs
-    Then call "d1", denied by the precheck because "secret area", did not run and model request 2 holds no output of its tool
+    Then call "d1", denied by the precheck because "secret area", did not run and the request of model call 2 holds no output of its tool
     And tool "d2" ran
 
   @GATE-003
@@ -71,7 +71,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
       | i2 | ask  | {"n": 2} |
     And the model answers "done"
     When the kernel runs
-    Then call "i2", denied by the precheck because "do not disturb", did not run and model request 2 holds no output of its tool
+    Then call "i2", denied by the precheck because "do not disturb", did not run and the request of model call 2 holds no output of its tool
     And tool "i1" ran
 
   # ------------------------------------------------------------------ the plan
@@ -91,7 +91,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
       | r2 | write | {"p": "2"} |
     And the model answers "done"
     When the kernel runs
-    Then the plan of model turn 1 holds exactly the calls "r1, r2"
+    Then the plan of model call 1 holds exactly the calls "r1, r2"
 
   @GATE-004
   Scenario: A turn without resource calls hands plan-ready an empty plan
@@ -105,7 +105,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
       | i1 | ask   | {}         |
     And the model answers "done"
     When the kernel runs
-    Then the plan of model turn 1 holds no item
+    Then the plan of model call 1 holds no item
 
   @GATE-005
   Scenario: No resource call runs before the whole plan-ready chain has run over it
@@ -123,7 +123,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     And the model calls "move" with {"to": "x"} as "m2"
     And the model answers "done"
     When the kernel runs
-    Then the plan-ready chain ran before the resource calls of every model turn
+    Then the plan-ready chain ran before the resource calls of every model call
 
   # ------------------------------------------------------------------ the veto
 
@@ -141,7 +141,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     Then tool "r2" did not run
     And tool "r1" ran
     And tool "r3" ran
-    And call "r2", vetoed because "too risky", did not run and model request 2 holds no output of its tool
+    And call "r2", vetoed because "too risky", did not run and the request of model call 2 holds no output of its tool
 
   @GATE-006
   Scenario: Vetoes from two hooks of the chain both hold
@@ -158,8 +158,8 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     Then tool "r1" did not run
     And tool "r3" did not run
     And tool "r2" ran
-    And call "r1", vetoed because "first says no", did not run and model request 2 holds no output of its tool
-    And call "r3", vetoed because "second says no", did not run and model request 2 holds no output of its tool
+    And call "r1", vetoed because "first says no", did not run and the request of model call 2 holds no output of its tool
+    And call "r3", vetoed because "second says no", did not run and the request of model call 2 holds no output of its tool
 
   @GATE-006
   Scenario: A veto in one turn does not carry over to the next

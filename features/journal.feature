@@ -91,8 +91,8 @@ Feature: The journal (001, "The journal")
       | c4      | delete_file | {"path": "/tmp/b.txt"} | high | denied   |
 
   @JOURNAL-005
-  Scenario Outline: Each turn is finished with its final status, whatever way it ended
-    Given <setup>
+  Scenario: Each turn is finished with its final status: answered
+    Given a tool "forecast"
     And the model calls "weather" with {"city": "Charleston"} as "c1"
     And the model answers "Bring an umbrella."
     And the model answers "You are welcome."
@@ -101,22 +101,51 @@ Feature: The journal (001, "The journal")
     When the kernel runs
     Then each turn is finished in the journal with the status its run ended with
 
-    Examples:
-      | ending        | setup                                 |
-      | answered      | a tool "forecast"                     |
-      | cancelled     | the turn is cancelled at model call 1 |
-      | out of budget | max_iterations is 1                   |
-      | model error   | the model fails with status 500       |
+  @JOURNAL-005
+  Scenario: Each turn is finished with its final status: cancelled
+    Given the turn is cancelled at model call 1
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then each turn is finished in the journal with the status its run ended with
 
   @JOURNAL-005
-  Scenario Outline: An interrupted or exhausted turn is finished with the status 000 names
-    Given <setup>
+  Scenario: Each turn is finished with its final status: out of budget
+    Given max_iterations is 1
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then each turn is finished in the journal with the status its run ended with
+
+  @JOURNAL-005
+  Scenario: Each turn is finished with its final status: model error
+    Given the model fails with status 500
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model answers "You are welcome."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "Thanks!" in session "s1"
+    When the kernel runs
+    Then each turn is finished in the journal with the status its run ended with
+
+  @JOURNAL-005
+  Scenario: An interrupted turn is finished with the status 000 names
+    Given the turn is cancelled at model call 1
     And the model calls "weather" with {"city": "Charleston"} as "c1"
     And the model answers "Bring an umbrella."
     When the user sends "Do I need an umbrella?"
-    Then the turn of message 1 is finished in the journal with status "<status>"
+    Then the turn of user message 1 is finished in the journal with status "interrupted"
 
-    Examples:
-      | setup                                 | status           |
-      | the turn is cancelled at model call 1 | interrupted      |
-      | max_iterations is 1                   | budget_exhausted |
+  @JOURNAL-005
+  Scenario: An exhausted turn is finished with the status 000 names
+    Given max_iterations is 1
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then the turn of user message 1 is finished in the journal with status "budget_exhausted"

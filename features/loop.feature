@@ -26,7 +26,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "lookup" with {"q": "2"} as "b"
     And the model answers "done"
     When the kernel runs
-    Then every model turn starts with "context-assemble" carrying the history and the budget
+    Then every model call starts with "context-assemble" carrying the history and the budget
 
   @LOOP-001 @LOOP-012
   Scenario: A long session with several, repeated and mixed calls per turn carries the whole history every turn
@@ -35,7 +35,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | fetch | data_source | safe        |
       | write | resource    |             |
       | ask   | interactive |             |
-    And the model calls, one response per turn:
+    And the model calls, one response per model call:
       | turn | id | name  | args         |
       | 1    | a1 | fetch | {"q": "1"}   |
       | 1    | a2 | fetch | {"q": "1"}   |
@@ -50,17 +50,30 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | 6    | f1 | fetch | {"q": "6"}   |
     And the model answers "done after six turns"
     When the kernel runs
-    Then every model turn starts with "context-assemble" carrying the history and the budget
-    And every model turn's history is the last one's plus its assistant message and one tool_result per call
+    Then every model call starts with "context-assemble" carrying the history and the budget
+    And every model call's history is the previous one's plus its assistant message and one tool_result per call
 
   @LOOP-002
   Scenario: pre-model-call gets the context-assemble chain's replaced output, the tool specs and the params
     Given a tool "lookup" of kind "data_source"
     And a tool "write" of kind "resource"
-    And hook "trim" at "context-assemble" returns {"kind": "replace", "payload": {"history": [{"role": "user", "text": "rewritten by context-assemble"}], "budget": {"turns_used": 0}}}
+    And hook "trim" at "context-assemble" replaces the payload with:
+      """
+      {
+        "history": [
+          {
+            "role": "user",
+            "text": "rewritten by context-assemble"
+          }
+        ],
+        "budget": {
+          "turns_used": 0
+        }
+      }
+      """
     And the model answers "done"
     When the kernel runs
-    Then the pre-model-call payload of model turn 1 carries the context-assemble output, the tool specs and the params
+    Then the pre-model-call payload of model call 1 carries the context-assemble output, the tool specs and the params
 
   @LOOP-002
   Scenario: pre-model-call of a later turn gets that turn's context-assemble output
@@ -68,8 +81,8 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "lookup" with {"q": "1"} as "a"
     And the model answers "done"
     When the kernel runs
-    Then the pre-model-call payload of model turn 1 carries the context-assemble output, the tool specs and the params
-    And the pre-model-call payload of model turn 2 carries the context-assemble output, the tool specs and the params
+    Then the pre-model-call payload of model call 1 carries the context-assemble output, the tool specs and the params
+    And the pre-model-call payload of model call 2 carries the context-assemble output, the tool specs and the params
 
   # ------------------------------------------------------------------ step 3
 
@@ -77,10 +90,35 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
   Scenario: The model is sent exactly the request a pre-model-call hook put in place
     Given a tool "lookup" of kind "data_source"
     And a tool "write" of kind "resource"
-    And hook "swap" at "pre-model-call" returns {"kind": "replace", "payload": {"payload": {"history": [{"role": "user", "text": "asked by pre-model-call"}], "budget": {}}, "tool_specs": [{"name": "lookup", "description": "only this one", "input_schema": {"type": "object"}}], "params": {"temperature": 0.25}}}
+    And hook "swap" at "pre-model-call" replaces the payload with:
+      """
+      {
+        "payload": {
+          "history": [
+            {
+              "role": "user",
+              "text": "asked by pre-model-call"
+            }
+          ],
+          "budget": {}
+        },
+        "tool_specs": [
+          {
+            "name": "lookup",
+            "description": "only this one",
+            "input_schema": {
+              "type": "object"
+            }
+          }
+        ],
+        "params": {
+          "temperature": 0.25
+        }
+      }
+      """
     And the model answers "done"
     When the kernel runs
-    Then model request 1 is the request the pre-model-call chain produced
+    Then the request of model call 1 is the one the pre-model-call chain produced
 
   @LOOP-003
   Scenario: Without a replacement the model gets the request built from the pre-model-call payload
@@ -88,15 +126,26 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "lookup" with {"q": "1"} as "a"
     And the model answers "done"
     When the kernel runs
-    Then model request 1 is the request the pre-model-call chain produced
-    And model request 2 is the request the pre-model-call chain produced
+    Then the request of model call 1 is the one the pre-model-call chain produced
+    And the request of model call 2 is the one the pre-model-call chain produced
 
   @LOOP-003
   Scenario: A history replaced at context-assemble is what the model sees
-    Given hook "trim" at "context-assemble" returns {"kind": "replace", "payload": {"history": [{"role": "user", "text": "rewritten by context-assemble"}], "budget": {}}}
+    Given hook "trim" at "context-assemble" replaces the payload with:
+      """
+      {
+        "history": [
+          {
+            "role": "user",
+            "text": "rewritten by context-assemble"
+          }
+        ],
+        "budget": {}
+      }
+      """
     And the model answers "done"
     When the kernel runs
-    Then model request 1 is the request the pre-model-call chain produced
+    Then the request of model call 1 is the one the pre-model-call chain produced
 
   # ------------------------------------------------------------------ steps 4 and 5
 
@@ -111,21 +160,35 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
        {"text": "all done now", "chunks": 3}]
       """
     When the kernel runs
-    Then "post-model-response" of model turn 1 carries the whole streamed message, after the stream ended and before any tool hook
-    And "post-model-response" of model turn 2 carries the whole streamed message, after the stream ended and before any tool hook
-    And "post-model-response" is dispatched once in every model turn
+    Then "post-model-response" of model call 1 carries the whole streamed message, dispatched after the stream ended and before any tool hook
+    And "post-model-response" of model call 2 carries the whole streamed message, dispatched after the stream ended and before any tool hook
+    And "post-model-response" was dispatched once in every model call
 
   @LOOP-005
   Scenario: The tool calls of a post-model-response replacement are the ones executed and kept
     Given a tool "lookup" of kind "data_source"
-    And hook "edit" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "tool_calls": [{"id": "r1", "name": "lookup", "args": {"q": "replaced"}}]}} on occurrence 0
+    And hook "edit" at "post-model-response" on occurrence 0 replaces the payload with:
+      """
+      {
+        "role": "assistant",
+        "tool_calls": [
+          {
+            "id": "r1",
+            "name": "lookup",
+            "args": {
+              "q": "replaced"
+            }
+          }
+        ]
+      }
+      """
     And the model calls "lookup" with {"q": "original"} as "a"
     And the model answers "done"
     When the kernel runs
     Then call "r1" ran with {"q": "replaced"}
     And tool "a" did not run
-    And model request 2 holds an assistant message calling "r1" and none calling "a"
-    And the tool results in model request 2 are in the order "r1"
+    And the request of model call 2 holds an assistant message calling "r1" and none calling "a"
+    And the tool results sent in model call 2 are in the order "r1"
 
   @LOOP-005
   Scenario: A final answer replaced at post-model-response is the one kept in the history
@@ -135,7 +198,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "the original answer"
     And the model answers "second answer"
     When the kernel runs
-    Then model request 2 holds an assistant message saying "the replaced answer" and none saying "the original answer"
+    Then the request of model call 2 holds an assistant message saying "the replaced answer" and none saying "the original answer"
 
   @LOOP-005
   Scenario: The message the post-model-response chain returns is its last hook's replacement
@@ -146,8 +209,8 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "from the model"
     And the model answers "second answer"
     When the kernel runs
-    Then model request 2 holds an assistant message saying "from the second hook" and none saying "from the model"
-    And model request 2 holds an assistant message saying "from the second hook" and none saying "from the first hook"
+    Then the request of model call 2 holds an assistant message saying "from the second hook" and none saying "from the model"
+    And the request of model call 2 holds an assistant message saying "from the second hook" and none saying "from the first hook"
 
   @LOOP-005
   Scenario: A replacement without tool calls ends the loop even though the model asked for tools
@@ -167,14 +230,14 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "lookup" with {"q": "1"} as "a"
     And the model answers "done"
     When the kernel runs
-    Then no tool hook is dispatched in model turn 2
+    Then no tool hook was dispatched in model call 2
 
   @LOOP-006
   Scenario: A plain answer dispatches no tool hook at all
     Given a tool "write" of kind "resource"
     And the model answers "hi"
     When the kernel runs
-    Then no tool hook is dispatched in model turn 1
+    Then no tool hook was dispatched in model call 1
 
   # ------------------------------------------------------------------ step 7
 
@@ -194,7 +257,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | d2 | fetch | {"q": "2"} |
     And the model answers "done"
     When the kernel runs
-    Then "pre-tool-call" of model turn 1 is dispatched for "r1, i1, d1, r2, d2" in this order, before any tool of the turn starts
+    Then "pre-tool-call" of model call 1 was dispatched for "r1, i1, d1, r2, d2" in this order, before any tool of it started
 
   @LOOP-007
   Scenario: pre-tool-call runs for every block, identical blocks included
@@ -211,7 +274,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | d3 | fetch | {"q": "1"} |
     And the model answers "done"
     When the kernel runs
-    Then "pre-tool-call" of model turn 1 is dispatched for "r1, d1, r2, d2, d3" in this order, before any tool of the turn starts
+    Then "pre-tool-call" of model call 1 was dispatched for "r1, d1, r2, d2, d3" in this order, before any tool of it started
 
   @LOOP-007
   Scenario: pre-tool-call for a single data-source call comes before it runs
@@ -220,8 +283,8 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "2"} as "d2"
     And the model answers "done"
     When the kernel runs
-    Then "pre-tool-call" of model turn 1 is dispatched for "d1" in this order, before any tool of the turn starts
-    And "pre-tool-call" of model turn 2 is dispatched for "d2" in this order, before any tool of the turn starts
+    Then "pre-tool-call" of model call 1 was dispatched for "d1" in this order, before any tool of it started
+    And "pre-tool-call" of model call 2 was dispatched for "d2" in this order, before any tool of it started
 
   # ------------------------------------------------------------------ steps 9 and 9b
 
@@ -239,7 +302,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | d2 | fetch | {"q": "2"} |
     And the model answers "done"
     When the kernel runs
-    Then every data-source call of model turn 1 ends before any interactive call of it starts
+    Then every data-source call of model call 1 ends before any interactive call of it starts
 
   # ------------------------------------------------------------------ steps 10 to 12
 
@@ -257,7 +320,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | d1 | fetch | {"q": "1"} |
     And the model answers "done"
     When the kernel runs
-    Then "plan-ready" of model turn 1 comes after every data-source and interactive call ended and before any resource call started
+    Then "plan-ready" of model call 1 was dispatched after every data-source and interactive call ended and before any resource call started
 
   @LOOP-009
   Scenario: plan-ready is dispatched even when the plan is empty
@@ -269,8 +332,8 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "ask" with {} as "i1"
     And the model answers "done"
     When the kernel runs
-    Then "plan-ready" is dispatched 1 time in model turn 1
-    And "plan-ready" is dispatched 1 time in model turn 2
+    Then "plan-ready" was dispatched 1 time in model call 1
+    And "plan-ready" was dispatched 1 time in model call 2
 
   @LOOP-009
   Scenario: plan-ready is dispatched when every call of the turn was refused by the precheck
@@ -279,7 +342,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then "plan-ready" is dispatched 1 time in model turn 1
+    Then "plan-ready" was dispatched 1 time in model call 1
 
   # ------------------------------------------------------------------ step 13
 
@@ -298,7 +361,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | d2 | fetch | {"q": "2"} |
     And the model answers "done"
     When the kernel runs
-    Then "post-tool-call" of model turn 1 is dispatched once per call, with the call and its result, after every call of the turn ended
+    Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended
 
   @LOOP-010
   Scenario: post-tool-call is dispatched for refused, vetoed and failing calls too
@@ -317,7 +380,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | r2 | write | {"p": "2"} |
     And the model answers "done"
     When the kernel runs
-    Then "post-tool-call" of model turn 1 is dispatched once per call, with the call and its result, after every call of the turn ended
+    Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended
 
   # ------------------------------------------------------------------ step 14
 
@@ -335,19 +398,34 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | r2 | write | {"p": "2"} |
     And the model answers "done"
     When the kernel runs
-    Then "post-apply" of model turn 1 comes after all its post-tool-call dispatches and carries the plan the veto chain left
-    And "post-apply" is dispatched 1 time in model turn 1
+    Then "post-apply" of model call 1 was dispatched after all its post-tool-call dispatches and carries the plan the veto chain left
+    And "post-apply" was dispatched 1 time in model call 1
 
   @LOOP-011
   Scenario: post-apply carries a plan a plan-ready hook replaced
     Given a tool "write" of kind "resource"
-    And hook "rewrite" at "plan-ready" returns {"kind": "replace", "payload": {"items": [{"call_id": "r1", "name": "write", "args": {"p": "1"}, "vetoed": false, "reason": null}]}}
+    And hook "rewrite" at "plan-ready" replaces the payload with:
+      """
+      {
+        "items": [
+          {
+            "call_id": "r1",
+            "name": "write",
+            "args": {
+              "p": "1"
+            },
+            "vetoed": false,
+            "reason": null
+          }
+        ]
+      }
+      """
     And the model calls in one response:
       | id | name  | args       |
       | r1 | write | {"p": "1"} |
     And the model answers "done"
     When the kernel runs
-    Then "post-apply" of model turn 1 comes after all its post-tool-call dispatches and carries the plan the veto chain left
+    Then "post-apply" of model call 1 was dispatched after all its post-tool-call dispatches and carries the plan the veto chain left
 
   @LOOP-011
   Scenario: post-apply is dispatched once in every turn with tool calls, an empty plan included
@@ -356,8 +434,8 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "2"} as "d2"
     And the model answers "done"
     When the kernel runs
-    Then "post-apply" of model turn 1 comes after all its post-tool-call dispatches and carries the plan the veto chain left
-    And "post-apply" of model turn 2 comes after all its post-tool-call dispatches and carries the plan the veto chain left
+    Then "post-apply" of model call 1 was dispatched after all its post-tool-call dispatches and carries the plan the veto chain left
+    And "post-apply" of model call 2 was dispatched after all its post-tool-call dispatches and carries the plan the veto chain left
 
   # ------------------------------------------------------------------ step 15
 
@@ -376,10 +454,10 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "2"} as "d2"
     And the model answers "done"
     When the kernel runs
-    Then the history at model turn 2 is that of model turn 1 plus its assistant message and one tool_result per call
-    And the history at model turn 3 is that of model turn 2 plus its assistant message and one tool_result per call
-    And model request 2 holds the assistant message of model turn 1 and one tool_result per call
-    And model request 3 holds the assistant message of model turn 2 and one tool_result per call
+    Then the history sent in model call 2 is that of model call 1 plus its assistant message and one tool_result per call
+    And the history sent in model call 3 is that of model call 2 plus its assistant message and one tool_result per call
+    And the request of model call 2 holds the assistant message of model call 1 and one tool_result per call
+    And the request of model call 3 holds the assistant message of model call 2 and one tool_result per call
 
   @LOOP-012
   Scenario: Refused and vetoed calls still hand on one tool_result each
@@ -396,8 +474,8 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | d2 | fetch | {"q": "2"} |
     And the model answers "done"
     When the kernel runs
-    Then the history at model turn 2 is that of model turn 1 plus its assistant message and one tool_result per call
-    And model request 2 holds the assistant message of model turn 1 and one tool_result per call
+    Then the history sent in model call 2 is that of model call 1 plus its assistant message and one tool_result per call
+    And the request of model call 2 holds the assistant message of model call 1 and one tool_result per call
 
   # ------------------------------------------------------------------ step 18
 
@@ -409,7 +487,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "3"} as "d3"
     And the model answers "done"
     When the kernel runs
-    Then every model turn with tool calls is followed by another model turn
+    Then every model call with tool calls is followed by another model call
 
   @LOOP-013
   Scenario: A turn whose calls were all vetoed or refused still leads to another turn
@@ -425,7 +503,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | d1 | fetch | {"q": "1"} |
     And the model answers "done"
     When the kernel runs
-    Then every model turn with tool calls is followed by another model turn
+    Then every model call with tool calls is followed by another model call
 
   # ------------------------------------------------------------------ hook chains
 
@@ -491,7 +569,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "first answer"
     And the model answers "second answer"
     When the kernel runs
-    Then "session-start" opens each session run, before its first "context-assemble"
+    Then "session-start" was dispatched first in each session run, before its first "context-assemble"
 
   @LOOP-015
   Scenario: session-start opens the first of three session runs, and the later ones all alike
@@ -504,7 +582,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "second answer"
     And the model answers "third answer"
     When the kernel runs
-    Then "session-start" opens each session run, before its first "context-assemble"
+    Then "session-start" was dispatched first in each session run, before its first "context-assemble"
 
   @LOOP-015
   Scenario: session-start fires once in a session run ended by max_turns
@@ -514,7 +592,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "2"} as "d2"
     And the model answers "final answer"
     When the kernel runs
-    Then "session-start" is dispatched once, before the first "context-assemble"
+    Then "session-start" was dispatched once, before the first "context-assemble"
 
   @LOOP-015
   Scenario: session-start fires once in a session run ended by the doom-loop detector
@@ -523,7 +601,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "same"} 3 times
     And the model answers "final answer"
     When the kernel runs
-    Then "session-start" is dispatched once, before the first "context-assemble"
+    Then "session-start" was dispatched once, before the first "context-assemble"
 
   @LOOP-015
   Scenario: session-start fires once in a cancelled session run
@@ -532,7 +610,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then "session-start" is dispatched once, before the first "context-assemble"
+    Then "session-start" was dispatched once, before the first "context-assemble"
 
   @LOOP-015
   Scenario: session-start fires once in a session run whose model call fails
@@ -540,7 +618,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model fails with status 500
     When the kernel runs
-    Then "session-start" is dispatched once, before the first "context-assemble"
+    Then "session-start" was dispatched once, before the first "context-assemble"
 
   @LOOP-015
   Scenario: session-start fires once in a session run whose hook raises
@@ -549,7 +627,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then "session-start" is dispatched once, before the first "context-assemble"
+    Then "session-start" was dispatched once, before the first "context-assemble"
 
   # ------------------------------------------------------------------ session-end
 
@@ -559,7 +637,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model fails with status 500
     When the kernel runs
-    Then "session-end" closes each session run, after every other hook of it
+    Then "session-end" was dispatched last in each session run, after every other hook of it
 
   @LOOP-020
   Scenario: session-end closes a session run whose hook raises
@@ -568,7 +646,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then "session-end" closes each session run, after every other hook of it
+    Then "session-end" was dispatched last in each session run, after every other hook of it
 
 
   @LOOP-016
@@ -577,7 +655,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then "session-end" closes each session run, after every other hook of it
+    Then "session-end" was dispatched last in each session run, after every other hook of it
 
   @LOOP-016
   Scenario: session-end closes each of two session runs of one session
@@ -588,7 +666,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "first answer"
     And the model answers "second answer"
     When the kernel runs
-    Then "session-end" closes each session run, after every other hook of it
+    Then "session-end" was dispatched last in each session run, after every other hook of it
 
   @LOOP-016
   Scenario: session-end closes a session run ended by a terminal tool
@@ -596,7 +674,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "finish" with {"summary": "ok"} as "f1"
     And the model answers "never asked"
     When the kernel runs
-    Then "session-end" closes each session run, after every other hook of it
+    Then "session-end" was dispatched last in each session run, after every other hook of it
 
   @LOOP-017
   Scenario: session-end fires once after the final tool-less turn of a max_turns limit
@@ -606,7 +684,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "2"} as "d2"
     And the model answers "final answer"
     When the kernel runs
-    Then "session-end" is dispatched once, after the final model turn
+    Then "session-end" was dispatched once, after the last model call
 
   @LOOP-017
   Scenario: session-end fires once after the final tool-less turn of a doom loop
@@ -615,7 +693,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "same"} 3 times
     And the model answers "final answer"
     When the kernel runs
-    Then "session-end" is dispatched once, after the final model turn
+    Then "session-end" was dispatched once, after the last model call
 
   @LOOP-018
   Scenario Outline: session-end fires once when the session run is cancelled at <point>
@@ -630,7 +708,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | r1 | write | {"p": "1"} |
     And the model answers "done"
     When the kernel runs
-    Then "session-end" is dispatched once, after the cancellation
+    Then "session-end" was dispatched once, after the cancellation
 
     Examples:
       | point               | occurrence |
@@ -649,4 +727,4 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model calls "fetch" with {"q": "1"} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then "session-end" is dispatched once, after the cancellation
+    Then "session-end" was dispatched once, after the cancellation

@@ -69,7 +69,7 @@ Feature: Messages (001, "Messages")
     And the model answers "Bring an umbrella."
     And calls finish in the order "c2, c1"
     When the user sends "Do I need an umbrella?"
-    Then the stored conversation of the session of message 1 is:
+    Then the stored conversation of the session of user message 1 is:
       | role        | holds                  |
       | user        | Do I need an umbrella? |
       | assistant   | calls: c1, c2          |

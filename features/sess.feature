@@ -17,7 +17,7 @@ Feature: Sessions (001, "Sessions")
     And the user message "Do I need an umbrella?" in session "s1"
     And the user message "Thanks!" in session "s1"
     When the kernel runs
-    Then the session of message 1 and every turn in it belong to the profile "household"
+    Then the session of user message 1 and every turn in it belong to the profile "household"
 
   @SESS-002
   Scenario: A second message to a session continues it instead of creating another
@@ -27,8 +27,8 @@ Feature: Sessions (001, "Sessions")
     And the user message "Thanks!" in session "s1"
     When the kernel runs
     Then the journal holds exactly 1 session
-    And message 2 continues the session of message 1
-    And the conversation sent in model request 2 includes, in order:
+    And user message 2 continues the session of user message 1
+    And the conversation sent in model call 2 includes, in order:
       | role      | text                   |
       | user      | Do I need an umbrella? |
       | assistant | Bring an umbrella.     |
@@ -44,8 +44,8 @@ Feature: Sessions (001, "Sessions")
     And the user message "Thanks!" in session "s1"
     When the kernel runs
     Then the journal holds exactly 2 sessions
-    And message 3 continues the session of message 1
-    And the conversation sent in model request 3 includes, in order:
+    And user message 3 continues the session of user message 1
+    And the conversation sent in model call 3 includes, in order:
       | role      | text                   |
       | user      | Do I need an umbrella? |
       | assistant | Bring an umbrella.     |
@@ -57,7 +57,7 @@ Feature: Sessions (001, "Sessions")
     And the session is created with the tags "project:site, area:work"
     And the model answers "ok"
     When the user sends "hello"
-    Then the session of message 1 is stored with the tags "area:work, project:site"
+    Then the session of user message 1 is stored with the tags "area:work, project:site"
 
   @SESS-005
   Scenario: A new session is titled with the first 60 characters of its first message
@@ -66,7 +66,7 @@ Feature: Sessions (001, "Sessions")
     And the user message "Do I need an umbrella in Charleston tomorrow morning, or will it be dry all day?" in session "s1"
     And the user message "Thanks, and what about the weekend in Charleston, any rain expected there?" in session "s1"
     When the kernel runs
-    Then the session of message 1 is titled with the first 60 characters of its first message
+    Then the session of user message 1 is titled with the first 60 characters of its first message
 
   @SESS-004
   Scenario: A child agent's session is stored with source subagent and its parent session

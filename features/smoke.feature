@@ -18,7 +18,7 @@ Feature: Smoke
     When the kernel runs
     Then tool "c1" ran
     And the model was called 2 times
-    And the tool results in model request 2 are in the order "c1"
+    And the tool results sent in model call 2 are in the order "c1"
     And the run ends with subtype "success"
 
   @kernel @TOOL-003 @CONC-001
@@ -32,7 +32,7 @@ Feature: Smoke
     And calls "a1" and "a2" must meet
     And calls finish in the order "a2, a1"
     When the kernel runs
-    Then the tool results in model request 2 are in the order "a1, a2"
+    Then the tool results sent in model call 2 are in the order "a1, a2"
 
   @commonagent @TURN-001
   Scenario: CommonAgent profile - a plain answer completes the turn

@@ -29,13 +29,13 @@ Feature: Instrumentation of the turn (003)
   Scenario: Each RunTurn has a turn span, the final tool-less turn included
     Given the model answers "final answer"
     When the kernel runs
-    Then the trace has one "turn" span per model turn
+    Then the trace has one "turn" span per model call
 
   @SPAN-002
   Scenario: Each model call has a model_call span
     Given the model answers "final answer"
     When the kernel runs
-    Then the trace has one "model_call" span per model request
+    Then the trace has one "model_call" span per model call
 
   @SPAN-003
   Scenario: Tool execution is traced in every step that runs tools
@@ -65,28 +65,28 @@ Feature: Instrumentation of the turn (003)
 
   @SPAN-001 @cap_injectable_clock
   Scenario: Each turn span encloses the model calls of its turn (spans timed with the harness clock)
-    Given the harness clock advances at every observed event
+    Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every model call lies inside a "turn" span
 
   @SPAN-002 @cap_injectable_clock
   Scenario: Each model_call span encloses its request and the whole stream (spans timed with the harness clock)
-    Given the harness clock advances at every observed event
+    Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every model call lies inside a "model_call" span
 
   @SPAN-003 @cap_injectable_clock
   Scenario: Each tool call runs inside a tool span (spans timed with the harness clock)
-    Given the harness clock advances at every observed event
+    Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every tool call lies inside a "tool" span
 
   @SPAN-004 @cap_injectable_clock
   Scenario: Each plan-ready dispatch happens inside a veto_chain span (spans timed with the harness clock)
-    Given the harness clock advances at every observed event
+    Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every plan-ready dispatch lies inside a "veto_chain" span

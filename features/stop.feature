@@ -74,7 +74,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     And the turn is cancelled at hook "post_tool_call"
     When the kernel runs
     Then the run ends with status "interrupted"
-    And the stored status of message 1 is "interrupted"
+    And the stored status of user message 1 is "interrupted"
 
   @commonagent @STOP-004
   Scenario: CommonAgent - a turn cancelled during a model call ends interrupted, reported and stored
@@ -82,7 +82,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     And the turn is cancelled at model call 1
     When the kernel runs
     Then the run ends with status "interrupted"
-    And the stored status of message 1 is "interrupted"
+    And the stored status of user message 1 is "interrupted"
 
   @commonagent @STOP-005
   Scenario: CommonAgent - after a cancel between steps, agent_loop_stopped fires with reason cancelled, then on_session_end
@@ -112,7 +112,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Given the model answers "half an answer" in 2 chunks
     And the turn is cancelled at model call 1
     When the kernel runs
-    Then on_session_end is the last hook of the turn of message 1 and carries its stored status
+    Then on_session_end was the last hook dispatched for user message 1 and carries its stored status
 
   @commonagent @STOP-006
   Scenario: CommonAgent - cancelling the parent between the child's steps stops the child

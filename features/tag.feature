@@ -25,65 +25,103 @@ Feature: Tags (001, "Tags" and "Where tags come from")
     And the model answers "Bring an umbrella."
 
   @TAG-001
-  Scenario Outline: Valid tags are accepted and used unchanged
-    Given the <where> with the tags "area:household, client:acme, project:Site-v2.1"
+  Scenario: Valid tags are accepted and used unchanged on the profile
+    Given the profile is configured with the tags "area:household, client:acme, project:Site-v2.1"
     When the user sends "Do I need an umbrella?"
     Then the kernel accepted the tags
     And the tags "area:household, client:acme, project:Site-v2.1" reach every hook dispatch unchanged
 
-    Examples:
-      | where                 |
-      | profile is configured |
-      | session is created    |
+  @TAG-001
+  Scenario: Valid tags are accepted and used unchanged on a new session
+    Given the session is created with the tags "area:household, client:acme, project:Site-v2.1"
+    When the user sends "Do I need an umbrella?"
+    Then the kernel accepted the tags
+    And the tags "area:household, client:acme, project:Site-v2.1" reach every hook dispatch unchanged
 
   @TAG-002
-  Scenario Outline: A tag whose key is not lower-case letters, digits, _ and - is refused
-    Given the <where> with the tags "team:core-2_x.y, <tag>"
+  Scenario Outline: A tag whose key is not lower-case letters, digits, _ and - is refused on the profile
+    Given the profile is configured with the tags "team:core-2_x.y, <tag>"
     When the user sends "Do I need an umbrella?"
     Then the invalid tag "<tag>" is refused or dropped
 
     Examples:
-      | where                     | tag        |
-      | profile is configured     | Area:x     |
-      | session is created        | Area:x     |
-      | profile is configured     | ar.ea:x    |
-      | session is created        | area/x:y   |
+      | tag     |
+      | Area:x  |
+      | ar.ea:x |
+
+  @TAG-002
+  Scenario Outline: A tag whose key is not lower-case letters, digits, _ and - is refused on a new session
+    Given the session is created with the tags "team:core-2_x.y, <tag>"
+    When the user sends "Do I need an umbrella?"
+    Then the invalid tag "<tag>" is refused or dropped
+
+    Examples:
+      | tag      |
+      | Area:x   |
+      | area/x:y |
 
   @TAG-003
-  Scenario Outline: A tag whose value holds other characters than letters, digits, _, - and . is refused
-    Given the <where> with the tags "team:core-2_x.y, <tag>"
+  Scenario Outline: A tag whose value holds other characters than letters, digits, _, - and . is refused on the profile
+    Given the profile is configured with the tags "team:core-2_x.y, <tag>"
     When the user sends "Do I need an umbrella?"
     Then the invalid tag "<tag>" is refused or dropped
 
     Examples:
-      | where                     | tag            |
-      | profile is configured     | client:acme/eu |
-      | session is created        | client:acme@eu |
-      | session is created        | project:v2+1   |
+      | tag            |
+      | client:acme/eu |
+
+  @TAG-003
+  Scenario Outline: A tag whose value holds other characters than letters, digits, _, - and . is refused on a new session
+    Given the session is created with the tags "team:core-2_x.y, <tag>"
+    When the user sends "Do I need an umbrella?"
+    Then the invalid tag "<tag>" is refused or dropped
+
+    Examples:
+      | tag            |
+      | client:acme@eu |
+      | project:v2+1   |
 
   @TAG-004
-  Scenario Outline: A tag without exactly one colon is refused
-    Given the <where> with the tags "team:core-2_x.y, <tag>"
+  Scenario Outline: A tag without exactly one colon is refused on the profile
+    Given the profile is configured with the tags "team:core-2_x.y, <tag>"
     When the user sends "Do I need an umbrella?"
     Then the invalid tag "<tag>" is refused or dropped
 
     Examples:
-      | where                     | tag   |
-      | profile is configured     | a:b:c |
-      | session is created        | a:b:c |
-      | profile is configured     | area  |
-      | session is created        | area  |
+      | tag   |
+      | a:b:c |
+      | area  |
+
+  @TAG-004
+  Scenario Outline: A tag without exactly one colon is refused on a new session
+    Given the session is created with the tags "team:core-2_x.y, <tag>"
+    When the user sends "Do I need an umbrella?"
+    Then the invalid tag "<tag>" is refused or dropped
+
+    Examples:
+      | tag   |
+      | a:b:c |
+      | area  |
 
   @TAG-005
-  Scenario Outline: A tag containing a space is refused
-    Given the <where> with the tags "team:core-2_x.y, <tag>"
+  Scenario Outline: A tag containing a space is refused on the profile
+    Given the profile is configured with the tags "team:core-2_x.y, <tag>"
     When the user sends "Do I need an umbrella?"
     Then the invalid tag "<tag>" is refused or dropped
 
     Examples:
-      | where                     | tag            |
-      | profile is configured     | area:has space |
-      | session is created        | area:has space |
+      | tag            |
+      | area:has space |
+
+  @TAG-005
+  Scenario Outline: A tag containing a space is refused on a new session
+    Given the session is created with the tags "team:core-2_x.y, <tag>"
+    When the user sends "Do I need an umbrella?"
+    Then the invalid tag "<tag>" is refused or dropped
+
+    Examples:
+      | tag            |
+      | area:has space |
 
   @TAG-006
   Scenario: The resolved tags are copied onto every hook and tool call of every turn
@@ -101,7 +139,7 @@ Feature: Tags (001, "Tags" and "Where tags come from")
     Given the profile is configured with the tags "area:work"
     And the session is created with the tags "client:acme"
     When the user sends "Do I need an umbrella?"
-    Then running it again with the profile tags "area:household" and the session tags "project:site" makes the same model requests and tool calls
+    Then running it again with the profile tags "area:household" and the session tags "project:site" makes the same model calls and tool calls
 
   @TAG-007
   Scenario: Tags carry no meaning over several calls and turns, whatever their characters
@@ -115,7 +153,7 @@ Feature: Tags (001, "Tags" and "Where tags come from")
     And the user message "Do I need an umbrella?" in session "s1"
     And the user message "And in Boston?" in session "s1"
     When the kernel runs
-    Then running it again with the profile tags "zone:eu-1, cost_ctr:R.and.D" and the session tags "client:Globex, zone:eu-1" makes the same model requests and tool calls
+    Then running it again with the profile tags "zone:eu-1, cost_ctr:R.and.D" and the session tags "client:Globex, zone:eu-1" makes the same model calls and tool calls
 
   @TAG-008
   Scenario Outline: A turn's tags are the profile's and the session's, sorted, without duplicates
@@ -143,5 +181,5 @@ Feature: Tags (001, "Tags" and "Where tags come from")
     And the user message "And in Boston?" in session "s2"
     And the user message "Thanks!" in session "s1"
     When the kernel runs
-    Then the hooks of the session of message 1 carry exactly the tags "area:work, client:acme"
-    And the hooks of the session of message 2 carry exactly the tags "area:work"
+    Then the hooks of the session of user message 1 carry exactly the tags "area:work, client:acme"
+    And the hooks of the session of user message 2 carry exactly the tags "area:work"

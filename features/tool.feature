@@ -87,8 +87,8 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model answers "done"
     And calls finish in the order "a3, a2, a1"
     When the kernel runs
-    Then the tool results in model request 2 are in the order "a1, a2, a3"
-    And model request 2 has the tool result "a2" with content "probe a2"
+    Then the tool results sent in model call 2 are in the order "a1, a2, a3"
+    And the request of model call 2 has the tool result "a2" with content "probe a2"
 
   @kernel @TOOL-003
   Scenario: Kernel profile - results go back in the order asked although the calls finish in reverse
@@ -101,7 +101,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model answers "done"
     And calls finish in the order "a3, a2, a1"
     When the kernel runs
-    Then the tool results in model request 2 are in the order "a1, a2, a3"
+    Then the tool results sent in model call 2 are in the order "a1, a2, a3"
 
   @kernel @TOOL-003
   Scenario: Kernel profile - results of mixed kinds go back in the order asked, not grouped by kind
@@ -118,7 +118,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       | r2 | read  | {"p": "y"} |
     And the model answers "done"
     When the kernel runs
-    Then the tool results in model request 2 are in the order "w1, r1, q1, r2"
+    Then the tool results sent in model call 2 are in the order "w1, r1, q1, r2"
 
   @commonagent @TOOL-003
   Scenario: CommonAgent profile - results of an interactive response go back in the order asked
@@ -133,7 +133,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       | q2 | ask   | {"n": 2} |
     And the model answers "done"
     When the kernel runs
-    Then the tool results in model request 2 are in the order "q1, a1, q2"
+    Then the tool results sent in model call 2 are in the order "q1, a1, q2"
 
   @commonagent @TOOL-004
   Scenario: Each call runs the tool registered under the name the model called
@@ -147,8 +147,8 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then call "c1" ran the tool "beta"
     And call "c2" ran the tool "alpha"
-    And model request 2 has the tool result "c1" with content "beta says {"n":1}"
-    And model request 2 has the tool result "c2" with content "alpha says {"n":2}"
+    And the request of model call 2 has the tool result "c1" with content "beta says {"n":1}"
+    And the request of model call 2 has the tool result "c2" with content "alpha says {"n":2}"
 
   @commonagent @TOOL-005
   Scenario: pre_tool_call gets the tool name, arguments, risk and call id, once per call, before the tool runs
@@ -189,7 +189,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model calls "deploy" with {"env": "prod"} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then model request 2 has the error tool result "d1" with content "Blocked: no prod today"
+    Then the request of model call 2 has the error tool result "d1" with content "Blocked: no prod today"
 
   @commonagent @TOOL-008
   Scenario: AskUser asks the approver with its prompt before the tool runs, and approval runs the tool
@@ -211,7 +211,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model answers "done"
     When the kernel runs
     Then tool "d1" did not run
-    And model request 2 has the tool result "d1" with content "Not approved (denied)"
+    And the request of model call 2 has the tool result "d1" with content "Not approved (denied)"
 
   @commonagent @TOOL-010
   Scenario: A call whose approval timed out does not run and the model gets "Not approved (timed_out)"
@@ -222,7 +222,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model answers "done"
     When the kernel runs
     Then tool "d1" did not run
-    And model request 2 has the tool result "d1" with content "Not approved (timed_out)"
+    And the request of model call 2 has the tool result "d1" with content "Not approved (timed_out)"
 
   @commonagent @TOOL-011
   Scenario: Modify merges its arguments over the model's before the tool runs
@@ -258,7 +258,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       | c2 | lookup | {"q": "y"} |
     And the model answers "done"
     When the kernel runs
-    Then "post_tool_call" fired once per call, after the call's tool ended or was refused
+    Then "post_tool_call" was dispatched once per call, after the call's tool ended or was refused
 
   @commonagent @TOOL-012
   Scenario: post_tool_call fires once per call for identical calls, over several responses
@@ -275,7 +275,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And calls finish in the order "c3, c2, c1"
     And the model answers "done"
     When the kernel runs
-    Then "post_tool_call" fired once per call, after the call's tool ended or was refused
+    Then "post_tool_call" was dispatched once per call, after the call's tool ended or was refused
 
   @commonagent @TOOL-013
   Scenario: post_tool_call fires for a blocked call too
@@ -284,7 +284,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model calls "deploy" with {} as "d1"
     And the model answers "done"
     When the kernel runs
-    Then "post_tool_call" fired once per call, after the call's tool ended or was refused
+    Then "post_tool_call" was dispatched once per call, after the call's tool ended or was refused
 
   @commonagent @TOOL-013
   Scenario: post_tool_call fires for a blocked call among calls that run
@@ -298,7 +298,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model answers "done"
     When the kernel runs
     Then tool "d2" did not run
-    And "post_tool_call" fired once per call, after the call's tool ended or was refused
+    And "post_tool_call" was dispatched once per call, after the call's tool ended or was refused
 
   @commonagent @TOOL-014
   Scenario: post_tool_call fires for a failed call too, and the turn goes on
@@ -307,7 +307,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model calls "flaky" with {} as "f1"
     And the model answers "recovered"
     When the kernel runs
-    Then "post_tool_call" fired once per call, after the call's tool ended or was refused
+    Then "post_tool_call" was dispatched once per call, after the call's tool ended or was refused
     And the reply is "recovered"
 
   @commonagent @TOOL-015
@@ -322,9 +322,9 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model answers "done"
     When the kernel runs
     Then every "transform_tool_result" dispatch comes after one more "post_tool_call" dispatch
-    And model request 2 has the tool result "c1" with content "REDACTED"
-    And model request 2 has the tool result "c2" with content "secret {"q":"2"}"
-    And model request 2 has the tool result "c3" with content "secret {"q":"3"}"
+    And the request of model call 2 has the tool result "c1" with content "REDACTED"
+    And the request of model call 2 has the tool result "c2" with content "secret {"q":"2"}"
+    And the request of model call 2 has the tool result "c3" with content "secret {"q":"3"}"
 
   @commonagent @TOOL-016
   Scenario: Every tool call is stored once, blocked and failed ones included

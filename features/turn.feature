@@ -27,7 +27,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "done"
     When the kernel runs
     Then tool "c1" ran
-    And model request 2 has the tool result "c1" with content "looked up {"q":"x"}"
+    And the request of model call 2 has the tool result "c1" with content "looked up {"q":"x"}"
 
   @TURN-002
   Scenario: A second message to the same session waits until the first turn has finished
@@ -38,14 +38,14 @@ Feature: The turn loop, step by step (000, CommonAgent)
       | id | name  | args       |
       | a1 | probe | {"n": 1}   |
       | a2 | probe | {"n": 2}   |
-    And the call "a1" is held until message 2 is submitted
+    And the call "a1" is held until user message 2 is submitted
     And the model answers "one done"
     And the model answers "two done"
     And calls finish in the order "a1, a2"
     When the kernel runs
-    Then the turns of the messages did not overlap
-    And message 1 ends with status "completed"
-    And message 2 ends with status "completed"
+    Then the turns of the user messages did not overlap
+    And user message 1 ends with status "completed"
+    And user message 2 ends with status "completed"
 
   @TURN-002
   Scenario: Two more messages arrive while a long turn runs; each waits for the one before
@@ -54,13 +54,13 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the user message "second" in session "s1" sent concurrently
     And the user message "third" in session "s1" sent concurrently
     And the model calls "probe" with {"n": 1} as "a1"
-    And the call "a1" is held until message 3 is submitted
+    And the call "a1" is held until user message 3 is submitted
     And the model calls "probe" with {"n": 1} as "a2"
     And the model answers "one done"
     And the model answers "two done"
     And the model answers "three done"
     When the kernel runs
-    Then the turns of the messages did not overlap
+    Then the turns of the user messages did not overlap
 
   # Turns of *different* sessions are not checked: 000 says one turn per session at a time and
   # leaves open whether turns of different sessions may overlap (docs/spec-gaps.md), so a kernel
@@ -75,7 +75,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "two"
     And the model answers "three"
     When the kernel runs
-    Then the conversation in model request 3 is:
+    Then the conversation sent in model call 3 is:
       | user: first       |
       | assistant: one    |
       | user: second      |
@@ -88,15 +88,15 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model calls "lookup" with {} as "c1"
     And the model answers "done"
     When the user sends "store me"
-    Then the stored messages of message 1 start with the user message "store me"
-    And model request 1 ends with the user message "store me"
+    Then the stored messages of user message 1 start with the user message "store me"
+    And the request of model call 1 ends with the user message "store me"
 
   @TURN-004
   Scenario: The user message is stored before the model call, even when that call fails
     Given the model fails with status 500
     When the user sends "keep me"
     Then the user message "keep me" is stored
-    And the stored messages of message 1 start with the user message "keep me"
+    And the stored messages of user message 1 start with the user message "keep me"
 
   @TURN-005
   Scenario: Every model request carries the stable tier of the system prompt
@@ -106,7 +106,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model calls "lookup" with {} as "c2"
     And the model answers "done"
     When the kernel runs
-    Then every model request carries the system prompt "You are Zeta, the careful tester." ahead of the conversation
+    Then the request of every model call carries the system prompt "You are Zeta, the careful tester." ahead of the conversation
 
   @TURN-005
   Scenario: The stable tier is in the requests of a later turn of the session too
@@ -116,7 +116,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then every model request carries the system prompt "You are Zeta, the careful tester." ahead of the conversation
+    Then the request of every model call carries the system prompt "You are Zeta, the careful tester." ahead of the conversation
 
   @TURN-009
   Scenario: on_session_start fires in the first turn of a new session only
@@ -125,8 +125,8 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then "on_session_start" was dispatched 1 time in the turn of message 1
-    And "on_session_start" was dispatched 0 times in the turn of message 2
+    Then "on_session_start" was dispatched 1 time for user message 1
+    And "on_session_start" was dispatched 0 times for user message 2
 
   @TURN-009
   Scenario: Each new session gets its own on_session_start
@@ -135,8 +135,8 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then "on_session_start" was dispatched 1 time in the turn of message 1
-    And "on_session_start" was dispatched 1 time in the turn of message 2
+    Then "on_session_start" was dispatched 1 time for user message 1
+    And "on_session_start" was dispatched 1 time for user message 2
 
   @TURN-010
   Scenario: pre_llm_call fires once per turn, before the first model call, however many calls follow
@@ -148,10 +148,10 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then "pre_llm_call" was dispatched 1 time in the turn of message 1
-    And "pre_llm_call" was dispatched 1 time in the turn of message 2
-    And in the turn of message 1, "pre_llm_call" fires before the first model call
-    And in the turn of message 2, "pre_llm_call" fires before the first model call
+    Then "pre_llm_call" was dispatched 1 time for user message 1
+    And "pre_llm_call" was dispatched 1 time for user message 2
+    And for user message 1, "pre_llm_call" was dispatched before the first model call
+    And for user message 2, "pre_llm_call" was dispatched before the first model call
 
   @TURN-011
   Scenario: Context from pre_llm_call reaches the model in front of the user message
@@ -161,7 +161,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then in model request 2, "CTX-FRONT-42" comes in front of the user message "second"
+    Then in the request of model call 2, "CTX-FRONT-42" comes in front of the user message "second"
 
   @TURN-012
   Scenario: Context from pre_llm_call is never stored and later turns do not see it
@@ -172,7 +172,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "two"
     When the kernel runs
     Then no stored message contains "CTX-SECRET-7"
-    And model request 2 does not contain "CTX-SECRET-7"
+    And the request of model call 2 does not contain "CTX-SECRET-7"
 
   @TURN-013
   Scenario: pre_api_request and post_api_request surround every model call
@@ -204,7 +204,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
       | c3 | lookup | {"q": "3"} |
     And the model answers "all done"
     When the kernel runs
-    Then the assistant messages stored for message 1 are:
+    Then the assistant messages stored for user message 1 are:
       | assistant: calls c1     |
       | assistant: calls c2, c3 |
       | assistant: all done     |
@@ -219,7 +219,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then the model was called 2 times
     And "transform_llm_output" was dispatched 1 time
     And "post_llm_call" was dispatched 1 time
-    And the hook points of model turn 2 include, in order:
+    And the hook points of model call 2 include, in order:
       | pre_api_request      |
       | post_api_request     |
       | transform_llm_output |
@@ -240,11 +240,11 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then in the turn of message 1, the points first fire in the order:
+    Then for user message 1, the hook points were first dispatched in the order:
       | on_session_start |
       | pre_llm_call     |
       | pre_api_request  |
-    And in the turn of message 2, the points first fire in the order:
+    And for user message 2, the hook points were first dispatched in the order:
       | pre_llm_call    |
       | pre_api_request |
 
@@ -257,17 +257,17 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the model answers "one"
     And the model answers "two"
     When the kernel runs
-    Then on_session_end is the last hook of the turn of message 1
-    And the final status of message 1 was stored before on_session_end fired
-    And on_session_end is the last hook of the turn of message 2
-    And the final status of message 2 was stored before on_session_end fired
+    Then on_session_end was the last hook dispatched for user message 1
+    And the final status of user message 1 was stored before on_session_end was dispatched
+    And on_session_end was the last hook dispatched for user message 2
+    And the final status of user message 2 was stored before on_session_end was dispatched
 
   @TURN-020
   Scenario: on_session_end ends a turn whose model call failed
     Given the model fails with status 500
     When the kernel runs
-    Then on_session_end is the last hook of the turn of message 1
-    And the final status of message 1 was stored before on_session_end fired
+    Then on_session_end was the last hook dispatched for user message 1
+    And the final status of user message 1 was stored before on_session_end was dispatched
 
   @TURN-020
   Scenario: on_session_end ends a turn that ran out of iterations
@@ -275,5 +275,5 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And max_iterations is 1
     And the model calls "lookup" with {} as "c1"
     When the kernel runs
-    Then on_session_end is the last hook of the turn of message 1
-    And the final status of message 1 was stored before on_session_end fired
+    Then on_session_end was the last hook dispatched for user message 1
+    And the final status of user message 1 was stored before on_session_end was dispatched

@@ -244,7 +244,7 @@ def bound_then_subtype_starts(akc: ScenarioContext, prefix: str) -> None:
     akc.evidence.saw(f"the run ended with subtype {observed!r}")
 
 
-@then(parsers.re(r'message (?P<k>\d+) ends with a subtype that does not start with "(?P<prefix>[^"]*)"$'))
+@then(parsers.re(r'user message (?P<k>\d+) ends with a subtype that does not start with "(?P<prefix>[^"]*)"$'))
 def bound_then_subtype_prefix(akc: ScenarioContext, k: str, prefix: str) -> None:
     """User message k's (1-based) outcome has a subtype that does not start with this prefix."""
     observed = _require_outcome_subtype(akc, int(k))
@@ -271,7 +271,7 @@ def bound_then_outcome(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"outcome with subtype {subtype!r} after {len(ran)} tool calls")
 
 
-@then(parsers.re(r"tools ran in (?P<n>\d+) turns, or one fewer if the final turn counts$"))
+@then(parsers.re(r"tools ran only in the model calls max_turns (?P<n>\d+) allows$"))
 def bound_then_tool_turns(akc: ScenarioContext, n: str) -> None:
     """max_turns = n, a model that always asks for tools: the kernel ran tools in n turns (or n-1,
     reading final-turn-counts), each turn's tools, and then none."""
@@ -287,7 +287,7 @@ def bound_then_tool_turns(akc: ScenarioContext, n: str) -> None:
     akc.evidence.saw(f"tools ran in {len(turns)} turns under max_turns = {n}")
 
 
-@then(parsers.re(r"model request (?P<k>\d+) offers no tool specs$"))
+@then(parsers.re(r"the request of model call (?P<k>\d+) offers no tool specs$"))
 def bound_then_no_tools(akc: ScenarioContext, k: str) -> None:
     """Model request k's ``tools`` is empty or absent."""
     tools = request_tools(akc.model_request(int(k)))
@@ -311,7 +311,7 @@ def _shown(request: dict[str, Any]) -> list[str]:
     return [f"{m.get('role')}: {text_of(m)[:60]}" for m in request.get("messages") or [] if isinstance(m, dict)]
 
 
-@then("no tool call in the answer to the last model request ran")
+@then("no tool call the last model call asked for ran")
 def bound_then_last_answer_not_run(akc: ScenarioContext) -> None:
     """The tool_use blocks the model streamed in answer to the last request were not executed
     (evidence: the kernel ran the turns before, and the last answer did ask for a tool)."""
@@ -323,7 +323,7 @@ def bound_then_last_answer_not_run(akc: ScenarioContext) -> None:
         raise ConformanceFailure(f"tool calls in the answer to the last model request ({n})", "none run", f"{show(ran)} ran")
 
 
-@then(parsers.re(r'the last model request holds the result of call "(?P<call_id>[^"]+)"$'))
+@then(parsers.re(r'the request of the last model call holds the result of call "(?P<call_id>[^"]+)"$'))
 def bound_then_last_has_result(akc: ScenarioContext, call_id: str) -> None:
     """The last model request has a tool_result message for this call (the history continued)."""
     akc.require_kernel_ran()
@@ -335,7 +335,7 @@ def bound_then_last_has_result(akc: ScenarioContext, call_id: str) -> None:
 
 @then(
     parsers.re(
-        r"the session took the limit-reached path after (?:model request (?P<k>\d+)|its last turn that ran tools)$"
+        r"the session took the limit-reached path after (?:model call (?P<k>\d+)|its last turn that ran tools)$"
     )
 )
 def bound_then_limit_path(akc: ScenarioContext, k: str | None) -> None:
@@ -348,7 +348,7 @@ def bound_then_limit_path(akc: ScenarioContext, k: str | None) -> None:
         raise ConformanceFailure(f"the limit-reached path: {problem}", raw=True)
 
 
-@then(parsers.re(r"the limit-reached instruction of message (?P<a>\d+) is in no request of message (?P<b>\d+)$"))
+@then(parsers.re(r"the limit-reached instruction of user message (?P<a>\d+) is in no request of user message (?P<b>\d+)$"))
 def bound_then_instruction_not_later(akc: ScenarioContext, a: str, b: str) -> None:
     """The words the final request of message a's run brought (its instruction) appear in no
     model request of message b's run of the same session that offers tools (a limit-reached

@@ -9,7 +9,7 @@ from conformance.steps.common import ScenarioContext
 from conformance.steps.turn import turn_events
 
 
-@then(parsers.re(r"the turn of message (?P<k>\d+) made (?P<n>\d+) model calls?$"))
+@then(parsers.re(r"user message (?P<k>\d+) made (?P<n>\d+) model calls?$"))
 def then_turn_model_calls(akc: ScenarioContext, k: str, n: str) -> None:
     """User message k's turn (its own TurnInfo) sent exactly n model requests (evidence: the
     kernel ran the earlier messages' turns too)."""

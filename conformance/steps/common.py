@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -110,6 +111,9 @@ class ScenarioContext:
         self.record_hooks = True
         self._user_messages_set = False
         self.last: ScenarioRun | None = None
+        #: Set by a step (a feature's Background) that runs the scenario its own way; the
+        #: generic "When" steps then use it instead of :meth:`run`.
+        self.run_with: Callable[[ScenarioContext], RunResult] | None = None
 
     # ----------------------------------------------------------------- building
 
@@ -181,6 +185,12 @@ class ScenarioContext:
     # ----------------------------------------------------------------- running
 
     def run(self) -> RunResult:
+        """Run the scenario: through :attr:`run_with` when a step set one, else :meth:`run_strict`."""
+        if self.run_with is not None:
+            return self.run_with(self)
+        return self.run_strict()
+
+    def run_strict(self) -> RunResult:
         """Run the scenario through the adapter; raise for a hang, an adapter error, a failed
         rendezvous or finish order."""
         self.last = self.runner.run(self.adapter, self.final_scenario())
@@ -604,6 +614,14 @@ def given_hook_outcome(akc: ScenarioContext, hook_id: str, point: str, outcome: 
     )
 
 
+@given(parsers.re(r'hook "(?P<hook_id>[^"]+)" at "(?P<point>[^"]+)"(?P<when>.*) replaces the payload with:$'))
+def given_hook_replacement(akc: ScenarioContext, hook_id: str, point: str, when: str, docstring: str) -> None:
+    """A scripted ``replace`` outcome whose payload (JSON) is the doc string; the same optional
+    conditions as 'hook ... returns <json>' (for tool "t", for call "c", on occurrence n)."""
+    payload = _json(docstring, "replacement payload")
+    given_hook_outcome(akc, hook_id, point, json.dumps({"kind": "replace", "payload": payload}), when)
+
+
 @given(parsers.re(r'a hook "(?P<hook_id>[^"]+)" at "(?P<point>[^"]+)"$'))
 def given_hook(akc: ScenarioContext, hook_id: str, point: str) -> None:
     """A hook that only records (continue)."""
@@ -682,7 +700,7 @@ def then_run_ends(akc: ScenarioContext, field: str, value: str) -> None:
     akc.evidence.saw(f"the run ended with {field} {value!r}")
 
 
-@then(parsers.re(r'message (?P<k>\d+) ends with (?P<field>subtype|status) "(?P<value>[^"]*)"$'))
+@then(parsers.re(r'user message (?P<k>\d+) ends with (?P<field>subtype|status) "(?P<value>[^"]*)"$'))
 def then_message_ends(akc: ScenarioContext, k: str, field: str, value: str) -> None:
     """User message k's (1-based) outcome has this status subtype / status."""
     outcome = akc.outcome(int(k) - 1)
@@ -742,7 +760,7 @@ def then_script_not_exhausted(akc: ScenarioContext) -> None:
         )
 
 
-@then("the last model request has no tool specs")
+@then("the request of the last model call offers no tool specs")
 def then_last_request_no_tools(akc: ScenarioContext) -> None:
     """The last request's ``tools`` is empty or absent."""
     requests = akc.require_kernel_ran()
@@ -751,14 +769,14 @@ def then_last_request_no_tools(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"model request {len(requests)} (the last) has no tool specs")
 
 
-@then(parsers.re(r"model request (?P<k>\d+) has tool specs$"))
+@then(parsers.re(r"the request of model call (?P<k>\d+) has tool specs$"))
 def then_request_has_tools(akc: ScenarioContext, k: str) -> None:
     """Model request k (1-based) offers at least one tool spec."""
     tools = akc.model_request(int(k)).get("tools") or []
     akc.evidence.require(f"tool specs in model request {k}", tools)
 
 
-@then(parsers.re(r'the tool results in model request (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
+@then(parsers.re(r'the tool results sent in model call (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
 def then_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """All tool_result messages of model request k (1-based, whole history) carry these call ids, in order."""
     observed = akc.tool_result_ids(int(k))
@@ -766,7 +784,7 @@ def then_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
     akc.evidence.require(f"tool results in model request {k}", observed)
 
 
-@then(parsers.re(r'the latest tool results in model request (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
+@then(parsers.re(r'the latest tool results sent in model call (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
 def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """The tool_result messages after the last assistant message of model request k carry these ids, in order."""
     observed = akc.latest_tool_result_ids(int(k))
@@ -777,7 +795,7 @@ def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> No
 # ========================================================================== Then: hooks
 
 
-@then(parsers.re(r"the hook points of model turn (?P<k>\d+) are dispatched in the order:$"))
+@then(parsers.re(r"the hook points of model call (?P<k>\d+) were dispatched in the order:$"))
 def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, in model turn k (a one-column table or a docstring)."""
     observed = akc.model_turn_points(int(k))
@@ -785,7 +803,7 @@ def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstr
     akc.evidence.require(f"hook dispatches in model turn {k}", observed)
 
 
-@then(parsers.re(r"the hook points of model turn (?P<k>\d+) include, in order:$"))
+@then(parsers.re(r"the hook points of model call (?P<k>\d+) include, in order:$"))
 def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """These points appear in model turn k in this order (others may come between)."""
     observed = akc.model_turn_points(int(k))
@@ -793,7 +811,7 @@ def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None
     akc.evidence.require(f"hook dispatches in model turn {k}", observed)
 
 
-@then("the hook points are dispatched in the order:")
+@then("the hook points were dispatched in the order:")
 def then_all_points(akc: ScenarioContext, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, over the whole run."""
     observed = akc.dispatched_points()

@@ -3,12 +3,13 @@ tool_start/tool_end seq numbers, helper rendezvous that may fail, the plan hande
 
 Why helper rendezvous: the harness's tools never yield to the event loop on their own, so two
 calls a broken kernel runs "concurrently" could still log start/end/start/end and look sequential.
-Pairing each call under test with a *helper* call of a distinct key (``calls "w1" and "p1" may
-meet``) makes it wait, inside the tool, until its helper has started. A kernel that overlaps
-equal-key calls is then caught whatever order it starts them in. The helpers' meeting is not what
-such a scenario checks, so ``When the kernel runs, helper calls need not meet`` tolerates a
-helper that never came, after a short wait (a kernel that runs everything one at a time loses
-0.1 s per call there, and is judged on the overlap alone).
+The feature's Background pairs each call under test with a *helper* call of a distinct key (a call
+of the tool "probe" in the same response, or, for interactive calls, the other one), which makes it
+wait, inside the tool, until its helper has started. A kernel that overlaps equal-key calls is then
+caught whatever order it starts them in. The helpers' meeting is not what such a scenario checks,
+so a helper that never came is tolerated after a short wait (a kernel that runs everything one at a
+time loses 0.1 s per call there, and is judged on the overlap alone); so is a scripted finish order
+whose predecessor never ends (the order only shuffles results).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_bdd import given, parsers, then, when
+from pytest_bdd import given, parsers, then
 
 from conformance.boundary.adapter import RunResult
 from conformance.errors import AdapterError, ConformanceFailure, HarnessError, Unsupported, expect_order, show
@@ -143,29 +144,50 @@ def plan_call_ids(akc: ScenarioContext, k: int) -> list[str]:
 # ========================================================================== Given
 
 
-@given(parsers.re(r'calls "(?P<a>[^"]+)" and "(?P<b>[^"]+)" may meet$'))
-def conc_given_soft_rendezvous(akc: ScenarioContext, a: str, b: str) -> None:
-    """Call a waits (inside the tool) until helper call b has started; not meeting is tolerated by
-    'When the kernel runs, helper calls need not meet'."""
-    akc.scenario.rendezvous.append([a, b])
-    soft_groups(akc).append([a, b])
+#: The tool whose calls are helpers: they only give the calls under test something to wait for.
+HELPER_TOOL = "probe"
 
 
-@given(parsers.re(r'calls may finish in the order "(?P<ids>[^"]+)"$'))
-def conc_given_soft_finish_order(akc: ScenarioContext, ids: str) -> None:
-    """Like 'calls finish in the order', but a call whose predecessor never ends in time goes on
-    (with 'When the kernel runs, helper calls need not meet'): the order only shuffles results."""
-    akc.scenario.finish_order = split_ids(ids)
+def helper_groups(akc: ScenarioContext) -> list[list[str]]:
+    """The helper rendezvous of the scripted responses: in each response, the calls that are not
+    helpers, in order, each paired with a helper call, in order; without helpers, the response's
+    interactive calls (two or more) wait for one another."""
+    groups: list[list[str]] = []
+    for response in akc.scenario.model.responses:
+        calls = response.tool_calls
+        helpers = [c.id for c in calls if c.name == HELPER_TOOL]
+        checked = [c.id for c in calls if c.name != HELPER_TOOL]
+        if helpers:
+            groups += [[a, b] for a, b in zip(checked, helpers, strict=False)]
+            continue
+        kinds = {t.name: t.kind for t in akc.scenario.tools}
+        interactive = [c.id for c in calls if kinds.get(c.name) == "interactive"]
+        if len(interactive) >= 2:
+            groups.append(interactive)
+    return [[i for i in g if i] for g in groups]
+
+
+def run_with_helpers(akc: ScenarioContext) -> RunResult:
+    """The feature's way to run (its Background): the helper rendezvous (:func:`helper_groups`)
+    and any finish order are waits a kernel may leave unmet, after a short wait; a "must meet"
+    rendezvous stays a requirement. Without helpers or a finish order this is the plain run."""
+    if not akc.__dict__.get("_conc_helpers_added"):
+        akc.__dict__["_conc_helpers_added"] = True
+        for group in helper_groups(akc):
+            akc.scenario.rendezvous.append(group)
+            soft_groups(akc).append(group)
+    if not soft_groups(akc) and not akc.scenario.finish_order:
+        return akc.run_strict()
     akc.__dict__["_conc_soft_finish"] = True
+    return run_tolerant(akc)
 
 
-# ========================================================================== When
-
-
-@when("the kernel runs, helper calls need not meet")
-def conc_when_runs_tolerant(akc: ScenarioContext) -> None:
-    """Run the scenario; a 'may meet' rendezvous that timed out is not a failure."""
-    run_tolerant(akc)
+@given("every call waits a moment for a helper call to start: a probe call, or the other interactive call of its response")
+def conc_given_helpers(akc: ScenarioContext) -> None:
+    """Make the calls under test yield inside the tool (see the module docstring): each waits for
+    its helper to start; a helper, or a predecessor of a finish order, that never comes is not
+    held against the kernel (the scenario checks overlap or result order, not the wait)."""
+    akc.run_with = run_with_helpers
 
 
 # ========================================================================== Then
@@ -200,7 +222,7 @@ def conc_then_overlapped(akc: ScenarioContext, ids: str) -> None:
 _KIND_RANK = {"data_source": 0, "interactive": 1, "resource": 2}
 
 
-@then(parsers.re(r'the latest tool results in model request (?P<k>\d+) are in an order the profile allows for "(?P<ids>[^"]*)"$'))
+@then(parsers.re(r'the latest tool results sent in model call (?P<k>\d+) are in an order the profile allows for "(?P<ids>[^"]*)"$'))
 def conc_then_result_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """TOOL-003 with reading kernel-result-order: the results of the previous turn are in the
     order of the calls in the message ("ids"), or (kernel profile) grouped data-source,
@@ -222,7 +244,7 @@ def conc_then_result_order(akc: ScenarioContext, k: str, ids: str) -> None:
     akc.evidence.saw(f"tool results in model request {k}: {show(observed)}")
 
 
-@then(parsers.re(r'the plan of model turn (?P<k>\d+) lists exactly the calls "(?P<ids>[^"]*)"$'))
+@then(parsers.re(r'the plan of model call (?P<k>\d+) lists exactly the calls "(?P<ids>[^"]*)", in this order$'))
 def conc_then_plan_items(akc: ScenarioContext, k: str, ids: str) -> None:
     """The plan-ready payload of model turn k holds one item per listed call id, in this order."""
     items = plan_call_ids(akc, int(k))

@@ -10,7 +10,7 @@ from conformance.steps.common import ScenarioContext
 from conformance.steps.loop import call_id_of
 
 
-@then(parsers.re(r'the post-tool-call of call "(?P<cid>[^"]+)" is dispatched before the loop ends$'))
+@then(parsers.re(r'the post-tool-call of call "(?P<cid>[^"]+)" was dispatched before the loop ended$'))
 def then_ptc_before_end(akc: ScenarioContext, cid: str) -> None:
     """post-tool-call was dispatched for the (terminal) call, before the run's session-end.
     Whether the loop really ended there is DONE-002's and DONE-004's check."""
@@ -24,7 +24,7 @@ def then_ptc_before_end(akc: ScenarioContext, cid: str) -> None:
     akc.evidence.saw(f"post-tool-call of the terminal call {cid} was dispatched before the loop ended")
 
 
-@then(parsers.re(r"no model request follows the first response without tool calls$"))
+@then(parsers.re(r"no model call follows the first answer without tool calls$"))
 def then_no_request_after_answer(akc: ScenarioContext) -> None:
     """Implicit done: after the first model response with no tool_use block, the model is not
     asked again (in this session run)."""

@@ -37,7 +37,7 @@ def _tool_result(akc: ScenarioContext, k: int, cid: str) -> dict[str, Any]:
     return results[0]
 
 
-@then(parsers.re(r'the tool result of call "(?P<cid>[^"]+)" in model request (?P<k>\d+) is an error mentioning (?P<words>.+)$'))
+@then(parsers.re(r'the tool result of call "(?P<cid>[^"]+)" in the request of model call (?P<k>\d+) is an error mentioning (?P<words>.+)$'))
 def then_error_result_mentions(akc: ScenarioContext, cid: str, k: str, words: str) -> None:
     """The call's tool_result is_error, and its text contains each quoted word (any case)."""
     result = _tool_result(akc, int(k), cid)
@@ -83,7 +83,7 @@ def expect_refused_result(akc: ScenarioContext, cid: str, k: int, reading: str, 
     akc.evidence.saw(f"call {cid} was refused and did not run; model request {k} holds {len(results)} result(s) for it, none its tool's output")
 
 
-@then(parsers.re(r'the plan of model turn (?P<k>\d+) holds (?:exactly the calls "(?P<ids>[^"]+)"|(?P<none>no item))$'))
+@then(parsers.re(r'the plan of model call (?P<k>\d+) holds (?:exactly the calls "(?P<ids>[^"]+)"|(?P<none>no item))$'))
 def then_plan_items(akc: ScenarioContext, k: str, ids: str | None, none: str | None) -> None:
     """plan-ready's payload (as the first hook gets it) has one item per listed call, nothing else
     (any order); each item names its call's tool."""
@@ -110,7 +110,7 @@ def then_plan_items(akc: ScenarioContext, k: str, ids: str | None, none: str | N
     akc.evidence.saw(f"the plan of model turn {turn} held {len(items)} items: {show(sorted(expected))}")
 
 
-@then(parsers.re(r"the plan-ready chain of model turn (?P<k>\d+) has run over every resource call before it starts$"))
+@then(parsers.re(r"the plan-ready chain of model call (?P<k>\d+) has run over every resource call before it starts$"))
 def then_chain_before_resources(akc: ScenarioContext, k: str) -> None:
     """Every resource call that started in turn k was in a plan dispatched before, and the last
     hook of the chain had been dispatched before the first resource call started."""
@@ -135,7 +135,7 @@ def then_chain_before_resources(akc: ScenarioContext, k: str) -> None:
         akc.evidence.saw(f"{len(resource_starts)} resource calls of model turn {turn} started after the whole plan-ready chain ({len(chain)} hook runs)")
 
 
-@then(parsers.re(r"the plan-ready chain ran before the resource calls of every model turn$"))
+@then(parsers.re(r"the plan-ready chain ran before the resource calls of every model call$"))
 def then_chain_before_resources_all(akc: ScenarioContext) -> None:
     """The check above, for every model turn of the run; resource calls must have run (else the
     check is not exercised)."""
@@ -145,7 +145,7 @@ def then_chain_before_resources_all(akc: ScenarioContext) -> None:
     akc.evidence.require("resource calls that ran", [e for e in akc.tool_starts() if tool_kind(akc, e["name"]) == "resource"], mandatory=False)
 
 
-@then(parsers.re(r'call "(?P<cid>[^"]+)", denied by the precheck(?: because "(?P<reason>[^"]*)")?, did not run and model request (?P<k>\d+) holds no output of its tool$'))
+@then(parsers.re(r'call "(?P<cid>[^"]+)", denied by the precheck(?: because "(?P<reason>[^"]*)")?, did not run and the request of model call (?P<k>\d+) holds no output of its tool$'))
 def then_denied_call(akc: ScenarioContext, cid: str, reason: str | None, k: str) -> None:
     """GATE-003, reading precheck-denial-result: the precheck was asked and denied the call; it
     never started, and its result (if any) is not the tool's output. An error naming the reason
@@ -156,7 +156,7 @@ def then_denied_call(akc: ScenarioContext, cid: str, reason: str | None, k: str)
     expect_refused_result(akc, cid, int(k), "precheck-denial-result", "error-naming-reason", [reason] if reason else [])
 
 
-@then(parsers.re(r'call "(?P<cid>[^"]+)", vetoed(?: because "(?P<reason>[^"]*)")?, did not run and model request (?P<k>\d+) holds no output of its tool$'))
+@then(parsers.re(r'call "(?P<cid>[^"]+)", vetoed(?: because "(?P<reason>[^"]*)")?, did not run and the request of model call (?P<k>\d+) holds no output of its tool$'))
 def then_vetoed_call(akc: ScenarioContext, cid: str, reason: str | None, k: str) -> None:
     """GATE-006, reading veto-result: the plan-ready chain vetoed the call; it never started, and
     its result (if any) is not the tool's output. An error mentioning "veto" and the reason is

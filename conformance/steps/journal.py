@@ -166,7 +166,7 @@ def journal_then_finished(akc: ScenarioContext) -> None:
         akc.evidence.saw(f"the turn of message {k} finished in the journal with {status!r}")
 
 
-@then(parsers.re(r'the turn of message (?P<k>\d+) is finished in the journal with status "(?P<status>[^"]+)"$'))
+@then(parsers.re(r'the turn of user message (?P<k>\d+) is finished in the journal with status "(?P<status>[^"]+)"$'))
 def journal_then_finished_with(akc: ScenarioContext, k: str, status: str) -> None:
     """The stored turn of user message k holds this final status."""
     turn = stored_turn(akc, int(k))

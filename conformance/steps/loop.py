@@ -275,7 +275,7 @@ def streamed_message(akc: ScenarioContext, index: int) -> tuple[str, list[dict[s
 # ============================================================================ LOOP-001, 002, 003
 
 
-@then(parsers.re(r'every model turn starts with "context-assemble" carrying the history and the budget$'))
+@then(parsers.re(r'every model call starts with "context-assemble" carrying the history and the budget$'))
 def then_turns_start_with_context_assemble(akc: ScenarioContext) -> None:
     """Between two model requests there is exactly one context-assemble, and no hook of the new
     turn (pre-model-call) comes before it; its payload has the history (with the user message)
@@ -318,7 +318,7 @@ def then_turns_start_with_context_assemble(akc: ScenarioContext) -> None:
         akc.evidence.saw(f"context-assemble of model turn {k} carried a history of {len(payload['history'])} messages and a budget")
 
 
-@then(parsers.re(r"the pre-model-call payload of model turn (?P<k>\d+) carries the context-assemble output, the tool specs and the params$"))
+@then(parsers.re(r"the pre-model-call payload of model call (?P<k>\d+) carries the context-assemble output, the tool specs and the params$"))
 def then_pre_model_call_payload(akc: ScenarioContext, k: str) -> None:
     """pre-model-call (first hook) gets {payload: <context-assemble chain output>, tool_specs:
     every declared tool, params: {...}}, after the whole context-assemble chain."""
@@ -345,7 +345,7 @@ def then_pre_model_call_payload(akc: ScenarioContext, k: str) -> None:
     akc.evidence.saw(f"pre-model-call of model turn {turn} carried the context-assemble output and {len(offered)} tool specs")
 
 
-@then(parsers.re(r"model request (?P<k>\d+) is the request the pre-model-call chain produced$"))
+@then(parsers.re(r"the request of model call (?P<k>\d+) is the one the pre-model-call chain produced$"))
 def then_request_from_chain(akc: ScenarioContext, k: str) -> None:
     """The model got the pre-model-call chain's output: its history (system text aside), its tool
     specs and its params."""
@@ -367,7 +367,7 @@ def then_request_from_chain(akc: ScenarioContext, k: str) -> None:
 # ============================================================================ LOOP-004, 005
 
 
-@then(parsers.re(r'"post-model-response" is dispatched once in every model turn$'))
+@then(parsers.re(r'"post-model-response" was dispatched once in every model call$'))
 def then_pmr_once_per_turn(akc: ScenarioContext) -> None:
     """One post-model-response per model turn, and as many turns as model requests."""
     akc.require_kernel_ran()
@@ -378,7 +378,7 @@ def then_pmr_once_per_turn(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"post-model-response once in each of {n} model turns")
 
 
-@then(parsers.re(r'"post-model-response" of model turn (?P<k>\d+) carries the whole streamed message, after the stream ended and before any tool hook$'))
+@then(parsers.re(r'"post-model-response" of model call (?P<k>\d+) carries the whole streamed message, dispatched after the stream ended and before any tool hook$'))
 def then_pmr_whole_message(akc: ScenarioContext, k: str) -> None:
     """The payload is the accumulated assistant message (all text chunks joined, every tool_use
     block with its parsed arguments), dispatched after the stream's end."""
@@ -410,7 +410,7 @@ def then_call_ran_with(akc: ScenarioContext, call: str, args: str) -> None:
     akc.evidence.saw(f"call {call} ran with {args}")
 
 
-@then(parsers.re(r'model request (?P<k>\d+) holds an assistant message calling "(?P<calls>[^"]*)"(?P<rest>.*)$'))
+@then(parsers.re(r'the request of model call (?P<k>\d+) holds an assistant message calling "(?P<calls>[^"]*)"(?P<rest>.*)$'))
 def then_request_holds_calls(akc: ScenarioContext, k: str, calls: str, rest: str) -> None:
     """Some assistant message of model request k has exactly these tool call ids; optionally
     `and none calling "x"`: no assistant message of it calls x."""
@@ -431,7 +431,7 @@ def then_request_holds_calls(akc: ScenarioContext, k: str, calls: str, rest: str
 # ============================================================================ LOOP-006, 007, 008
 
 
-@then(parsers.re(r"no tool hook is dispatched in model turn (?P<k>\d+)$"))
+@then(parsers.re(r"no tool hook was dispatched in model call (?P<k>\d+)$"))
 def then_no_tool_hooks(akc: ScenarioContext, k: str) -> None:
     """None of pre-tool-call, plan-ready, post-tool-call, post-apply in model turn k."""
     _, calls = streamed_message(akc, int(k) - 1)
@@ -440,7 +440,7 @@ def then_no_tool_hooks(akc: ScenarioContext, k: str) -> None:
     expect_equal(f"tool hooks in model turn {k}", [], points)
 
 
-@then(parsers.re(r'"pre-tool-call" of model turn (?P<k>\d+) is dispatched for "(?P<ids>[^"]*)" in this order, before any tool of the turn starts$'))
+@then(parsers.re(r'"pre-tool-call" of model call (?P<k>\d+) was dispatched for "(?P<ids>[^"]*)" in this order, before any tool of it started$'))
 def then_pre_tool_call_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """One pre-tool-call per tool_use block, in declaration order, all before the first tool start."""
     turn = int(k)
@@ -457,7 +457,7 @@ def then_pre_tool_call_order(akc: ScenarioContext, k: str, ids: str) -> None:
         )
 
 
-@then(parsers.re(r"every data-source call of model turn (?P<k>\d+) ends before any interactive call of it starts$"))
+@then(parsers.re(r"every data-source call of model call (?P<k>\d+) ends before any interactive call of it starts$"))
 def then_ds_before_interactive(akc: ScenarioContext, k: str) -> None:
     """Step 9 before step 9b: the last data-source tool_end precedes the first interactive tool_start."""
     turn = int(k)
@@ -476,7 +476,7 @@ def then_ds_before_interactive(akc: ScenarioContext, k: str) -> None:
 # ============================================================================ LOOP-009, 010, 011
 
 
-@then(parsers.re(r'"(?P<point>[^"]+)" is dispatched (?P<n>\d+) times? in model turn (?P<k>\d+)$'))
+@then(parsers.re(r'"(?P<point>[^"]+)" was dispatched (?P<n>\d+) times? in model call (?P<k>\d+)$'))
 def then_point_count_in_turn(akc: ScenarioContext, point: str, n: str, k: str) -> None:
     """Exactly n dispatches of this point in model turn k."""
     akc._check_point(point)
@@ -484,7 +484,7 @@ def then_point_count_in_turn(akc: ScenarioContext, point: str, n: str, k: str) -
     akc.evidence.saw(f"model turn {k} happened; {point} dispatched {n} times in it")
 
 
-@then(parsers.re(r'"plan-ready" of model turn (?P<k>\d+) comes after every data-source and interactive call ended and before any resource call started$'))
+@then(parsers.re(r'"plan-ready" of model call (?P<k>\d+) was dispatched after every data-source and interactive call ended and before any resource call started$'))
 def then_plan_ready_between(akc: ScenarioContext, k: str) -> None:
     """Step 11 after steps 9/9b and before step 12."""
     turn = int(k)
@@ -504,7 +504,7 @@ def then_plan_ready_between(akc: ScenarioContext, k: str) -> None:
     akc.evidence.saw(f"plan-ready of model turn {turn} came after {len(ran)} data-source/interactive calls ended, before {len(applied)} resource calls started")
 
 
-@then(parsers.re(r'"post-tool-call" of model turn (?P<k>\d+) is dispatched once per call, with the call and its result, after every call of the turn ended$'))
+@then(parsers.re(r'"post-tool-call" of model call (?P<k>\d+) was dispatched once per call, with the call and its result, after every call of it ended$'))
 def then_post_tool_call(akc: ScenarioContext, k: str) -> None:
     """Step 13: one dispatch per call of the message (any order), {call, result}; the result of a
     call that ran is what its tool returned; none before the turn's last tool_end."""
@@ -534,7 +534,7 @@ def then_post_tool_call(akc: ScenarioContext, k: str) -> None:
     akc.evidence.saw(f"post-tool-call dispatched for each of {len(ptc)} calls of model turn {turn}, {len(all_ends)} tool runs ended before")
 
 
-@then(parsers.re(r'"post-apply" of model turn (?P<k>\d+) comes after all its post-tool-call dispatches and carries the plan the veto chain left$'))
+@then(parsers.re(r'"post-apply" of model call (?P<k>\d+) was dispatched after all its post-tool-call dispatches and carries the plan the veto chain left$'))
 def then_post_apply(akc: ScenarioContext, k: str) -> None:
     """Step 14: once, after step 13, with plan-ready's chain output (items in order; extra fields
     allowed)."""
@@ -554,7 +554,7 @@ def then_post_apply(akc: ScenarioContext, k: str) -> None:
 # ============================================================================ LOOP-012, 013
 
 
-@then(parsers.re(r"the history at model turn (?P<k>\d+) is that of model turn (?P<j>\d+) plus its assistant message and one tool_result per call$"))
+@then(parsers.re(r"the history sent in model call (?P<k>\d+) is that of model call (?P<j>\d+) plus its assistant message and one tool_result per call$"))
 def then_history_handed_on(akc: ScenarioContext, k: str, j: str) -> None:
     """Step 15: history(k) = history(j) ++ message(j) ++ one tool_result per call of it (any order)."""
     turn, prev = int(k), int(j)
@@ -568,7 +568,7 @@ def then_history_handed_on(akc: ScenarioContext, k: str, j: str) -> None:
     akc.evidence.saw(f"history at model turn {turn}: {len(non_system(after))} messages, handed on whole")
 
 
-@then(parsers.re(r"model request (?P<k>\d+) holds the assistant message of model turn (?P<j>\d+) and one tool_result per call$"))
+@then(parsers.re(r"the request of model call (?P<k>\d+) holds the assistant message of model call (?P<j>\d+) and one tool_result per call$"))
 def then_request_handed_on(akc: ScenarioContext, k: str, j: str) -> None:
     """The next model request carries the turn's assistant message followed by its tool_results."""
     turn, prev = int(k), int(j)
@@ -663,7 +663,7 @@ def run_of_requests(akc: ScenarioContext) -> list[int]:
     return out
 
 
-@then(parsers.re(r'"session-start" opens each session run, before its first "context-assemble"$'))
+@then(parsers.re(r'"session-start" was dispatched first in each session run, before its first "context-assemble"$'))
 def then_session_start_opens(akc: ScenarioContext) -> None:
     """Reading session-start-frequency: session-start comes before the first RunTurn of the first
     session run; for each later run of the same session it comes at most once, only between runs
@@ -696,7 +696,7 @@ def then_session_start_opens(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"session-start dispatches per session run: {show([per_run[r] for r in sorted(per_run)])}")
 
 
-@then(parsers.re(r'"session-end" closes each session run, after every other hook of it$'))
+@then(parsers.re(r'"session-end" was dispatched last in each session run, after every other hook of it$'))
 def then_session_end_closes(akc: ScenarioContext) -> None:
     """One session-end per user message, after every other hook of its run: the run's last
     dispatch, followed only by the next run's session-start or first turn."""
@@ -711,7 +711,7 @@ def then_session_end_closes(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"session-end closed each of {tokens.count('session-end')} session runs")
 
 
-@then(parsers.re(r'"session-start" is dispatched once, before the first "context-assemble"$'))
+@then(parsers.re(r'"session-start" was dispatched once, before the first "context-assemble"$'))
 def then_session_start_once(akc: ScenarioContext) -> None:
     """One session run: session-start exactly once, before any context-assemble."""
     akc.require_kernel_ran()
@@ -723,7 +723,7 @@ def then_session_start_once(akc: ScenarioContext) -> None:
     akc.evidence.saw("session-start dispatched once, before the first context-assemble")
 
 
-@then(parsers.re(r'"session-end" is dispatched once, after the final model turn$'))
+@then(parsers.re(r'"session-end" was dispatched once, after the last model call$'))
 def then_session_end_after_final(akc: ScenarioContext) -> None:
     """Exactly one session-end, the run's last hook dispatch, after the last model response."""
     se = akc.hook_dispatches("session-end")
@@ -737,7 +737,7 @@ def then_session_end_after_final(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"session-end dispatched once, after the last of {len(akc.model_requests())} model calls")
 
 
-@then(parsers.re(r'"session-end" is dispatched once, after the cancellation$'))
+@then(parsers.re(r'"session-end" was dispatched once, after the cancellation$'))
 def then_session_end_after_cancel(akc: ScenarioContext) -> None:
     """The harness cancelled the run; session-end then fires exactly once."""
     # A kernel that dispatched nothing never reaches a cancel point: fail, not incomplete.
@@ -754,7 +754,7 @@ def then_session_end_after_cancel(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"the run was cancelled at {cancels[0]['where']}; session-end dispatched once after it")
 
 
-@then(parsers.re(r'model request (?P<k>\d+) holds an assistant message saying "(?P<text>[^"]*)" and none saying "(?P<bad>[^"]*)"$'))
+@then(parsers.re(r'the request of model call (?P<k>\d+) holds an assistant message saying "(?P<text>[^"]*)" and none saying "(?P<bad>[^"]*)"$'))
 def then_request_holds_text(akc: ScenarioContext, k: str, text: str, bad: str) -> None:
     """The history sent with model request k has an assistant message with this text, and none
     with the other."""
@@ -764,7 +764,7 @@ def then_request_holds_text(akc: ScenarioContext, k: str, text: str, bad: str) -
     akc.evidence.saw(f"model request {k} held the assistant text {text!r}, not {bad!r}")
 
 
-@then(parsers.re(r"every model turn with tool calls is followed by another model turn$"))
+@then(parsers.re(r"every model call with tool calls is followed by another model call$"))
 def then_tool_turns_continue(akc: ScenarioContext) -> None:
     """Step 18: no termination condition fired, so each turn whose message had tool_use blocks
     leads to one more model request (the scenario sets no bound and repeats no call)."""
@@ -790,7 +790,7 @@ def then_tool_turns_continue(akc: ScenarioContext) -> None:
             )
 
 
-@then(parsers.re(r"every model turn's history is the last one's plus its assistant message and one tool_result per call$"))
+@then(parsers.re(r"every model call's history is the previous one's plus its assistant message and one tool_result per call$"))
 def then_every_history_handed_on(akc: ScenarioContext) -> None:
     """Step 15 over a whole (long) session: for every model turn after the first, the history at
     context-assemble and the model request are the previous turn's plus its message and results."""
@@ -803,7 +803,7 @@ def then_every_history_handed_on(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"{n + 1} model turns; the longest request held {longest} messages")
 
 
-@given("the model calls, one response per turn:")
+@given("the model calls, one response per model call:")
 def given_calls_per_turn(akc: ScenarioContext, datatable: list[list[str]]) -> None:
     """Several responses from one table: turn | id | name | args (JSON); rows with the same turn
     number are the calls of one response, in row order (long sessions, several calls per turn)."""

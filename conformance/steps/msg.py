@@ -192,7 +192,7 @@ def msg_then_final(akc: ScenarioContext, text: str) -> None:
     akc.evidence.saw(f"the final answer {text!r} stored")
 
 
-@then(parsers.re(r"the stored conversation of the session of message (?P<k>\d+) is:$"))
+@then(parsers.re(r"the stored conversation of the session of user message (?P<k>\d+) is:$"))
 def msg_then_conversation(akc: ScenarioContext, k: str, datatable: list[list[str]]) -> None:
     """The session's stored messages, in storage order, are exactly these (table role | holds;
     the results of one assistant message in any order among themselves). Compared by role and

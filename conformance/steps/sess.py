@@ -42,7 +42,7 @@ def sess_then_session_count(akc: ScenarioContext, n: str) -> None:
         raise ConformanceFailure("session records in the journal", "one record per session", ids)
 
 
-@then(parsers.re(r"message (?P<k>\d+) continues the session of message (?P<j>\d+)$"))
+@then(parsers.re(r"user message (?P<k>\d+) continues the session of user message (?P<j>\d+)$"))
 def sess_then_same_session(akc: ScenarioContext, k: str, j: str) -> None:
     """Both messages' turns ran in one session."""
     a, b = stored_turn(akc, int(j)), stored_turn(akc, int(k))
@@ -50,7 +50,7 @@ def sess_then_same_session(akc: ScenarioContext, k: str, j: str) -> None:
     expect_equal(f"session_id of the turn of message {k}", a.get("session_id"), b.get("session_id"))
 
 
-@then(parsers.re(r"the conversation sent in model request (?P<k>\d+) includes, in order:$"))
+@then(parsers.re(r"the conversation sent in model call (?P<k>\d+) includes, in order:$"))
 def sess_then_request_includes(akc: ScenarioContext, k: str, datatable: list[list[str]]) -> None:
     """These messages (table: role | text) are among model request k's messages, in this order
     (others, such as the system text, may come between). Assistant rows match any assistant
@@ -71,7 +71,7 @@ def sess_then_request_includes(akc: ScenarioContext, k: str, datatable: list[lis
 
 
 @then(
-    parsers.re(r'the session of message (?P<k>\d+) and every turn in it belong to the profile "(?P<profile_id>[^"]+)"$')
+    parsers.re(r'the session of user message (?P<k>\d+) and every turn in it belong to the profile "(?P<profile_id>[^"]+)"$')
 )
 def sess_then_one_profile(akc: ScenarioContext, k: str, profile_id: str) -> None:
     """The session is created with the profile's id, and every turn run in it (stored turns and
@@ -89,7 +89,7 @@ def sess_then_one_profile(akc: ScenarioContext, k: str, profile_id: str) -> None
             expect_equal(f"profile_id in the TurnInfo of {where}", profile_id, turn.get("profile_id"))
 
 
-@then(parsers.re(r'the session of message (?P<k>\d+) is stored with (?:the tags "(?P<tags>[^"]*)"|no tags)$'))
+@then(parsers.re(r'the session of user message (?P<k>\d+) is stored with (?:the tags "(?P<tags>[^"]*)"|no tags)$'))
 def sess_then_session_tags(akc: ScenarioContext, k: str, tags: str | None) -> None:
     """The stored session holds its own tags (the order is not fixed; the profile's tags are
     not the session's)."""
@@ -100,7 +100,7 @@ def sess_then_session_tags(akc: ScenarioContext, k: str, tags: str | None) -> No
     akc.evidence.saw(f"the session of message {k} stored with its tags")
 
 
-@then(parsers.re(r"the session of message (?P<k>\d+) is titled with the first 60 characters of its first message$"))
+@then(parsers.re(r"the session of user message (?P<k>\d+) is titled with the first 60 characters of its first message$"))
 def sess_then_title(akc: ScenarioContext, k: str) -> None:
     """CommonOS's title: the first 60 characters of the message that started the session."""
     record = stored_session(akc, int(k))
@@ -112,7 +112,7 @@ def sess_then_title(akc: ScenarioContext, k: str) -> None:
     akc.evidence.saw(f"the session of message {k} titled {record.title!r}")
 
 
-@then(parsers.re(r'the session of message (?P<k>\d+) is stored with the tag "(?P<tag>[^"]+)" among its tags$'))
+@then(parsers.re(r'the session of user message (?P<k>\d+) is stored with the tag "(?P<tag>[^"]+)" among its tags$'))
 def sess_then_session_has_tag(akc: ScenarioContext, k: str, tag: str) -> None:
     """The stored session's tags include this one."""
     record = stored_session(akc, int(k))

@@ -32,14 +32,14 @@ def _tool_steps(akc: ScenarioContext) -> int:
     return sum(len({tool_kind(akc, e["name"]) for e in starts_in_turn(akc, k)}) for k in range(1, turn_count(akc) + 1))
 
 
-@then(parsers.re(r'the trace has one "turn" span per model turn$'))
+@then(parsers.re(r'the trace has one "turn" span per model call$'))
 def then_turn_spans(akc: ScenarioContext) -> None:
     """One span of kind turn per RunTurn (each RunTurn makes one model request)."""
     requests = akc.require_kernel_ran()
     expect_equal('spans of kind "turn" (one per RunTurn)', len(requests), len(_required(akc, "turn")))
 
 
-@then(parsers.re(r'the trace has one "model_call" span per model request$'))
+@then(parsers.re(r'the trace has one "model_call" span per model call$'))
 def then_model_call_spans(akc: ScenarioContext) -> None:
     """One span of kind model_call per model request."""
     requests = akc.require_kernel_ran()
@@ -108,7 +108,7 @@ def then_nested_under_turns(akc: ScenarioContext) -> None:
 # ----------------------------------------------------------------- spans enclose what they name
 
 
-@given("the harness clock advances at every observed event")
+@given("the clock advances at every event")
 def given_event_clock(akc: ScenarioContext) -> None:
     """Step the harness clock at every model request, stream end, tool start and end and hook
     dispatch, and stamp each event with its time (for kernels that time spans with that clock)."""

@@ -122,7 +122,7 @@ def tag_then_exact(akc: ScenarioContext, tags: str) -> None:
     akc.evidence.saw(f"every TurnInfo carried exactly {tags!r}")
 
 
-@then(parsers.re(r'the turn of message (?P<k>\d+) carries exactly the tags "(?P<tags>[^"]*)"$'))
+@then(parsers.re(r'the turn of user message (?P<k>\d+) carries exactly the tags "(?P<tags>[^"]*)"$'))
 def tag_then_message_exact(akc: ScenarioContext, k: str, tags: str) -> None:
     """Every hook dispatch and tool call of user message k's turn: exactly these tags, sorted,
     each once."""
@@ -133,7 +133,7 @@ def tag_then_message_exact(akc: ScenarioContext, k: str, tags: str) -> None:
         check_tag_list(f"tags in the TurnInfo of {where}", expected, (normal_turn(e.get("turn")) or {}).get("tags"))
 
 
-@then(parsers.re(r'the hooks of the session of message (?P<k>\d+) carry exactly the tags "(?P<tags>[^"]*)"$'))
+@then(parsers.re(r'the hooks of the session of user message (?P<k>\d+) carry exactly the tags "(?P<tags>[^"]*)"$'))
 def tag_then_session_turns_exact(akc: ScenarioContext, k: str, tags: str) -> None:
     """Every hook dispatch whose TurnInfo names the session of user message k: exactly these
     tags, sorted, each once (whichever message of that session it ran for; tool calls are
@@ -200,7 +200,7 @@ def _observable(akc: ScenarioContext, tags: list[str]) -> dict[str, Any]:
 @then(
     parsers.re(
         r'running it again with the profile tags "(?P<ptags>[^"]*)" and the session tags "(?P<stags>[^"]*)" '
-        r"makes the same model requests and tool calls$"
+        r"makes the same model calls and tool calls$"
     )
 )
 def tag_then_no_meaning(akc: ScenarioContext, ptags: str, stags: str) -> None:

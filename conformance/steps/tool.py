@@ -65,7 +65,7 @@ def given_hold_first(akc: ScenarioContext, ids: str) -> None:
 
 @then(
     parsers.re(
-        r'model request (?P<k>\d+) has the (?P<err>error )?tool result "(?P<call_id>[^"]+)" with content "(?P<content>.*)"$'
+        r'the request of model call (?P<k>\d+) has the (?P<err>error )?tool result "(?P<call_id>[^"]+)" with content "(?P<content>.*)"$'
     )
 )
 def then_tool_result_content(akc: ScenarioContext, k: str, err: str | None, call_id: str, content: str) -> None:
@@ -238,7 +238,7 @@ def call_anchors(akc: ScenarioContext) -> dict[str, int]:
     return anchors
 
 
-@then(parsers.re(r'"(?P<point>[^"]+)" fired once per call, after the call\'s tool ended or was refused$'))
+@then(parsers.re(r'"(?P<point>[^"]+)" was dispatched once per call, after the call\'s tool ended or was refused$'))
 def then_once_per_call_after(akc: ScenarioContext, point: str) -> None:
     """As many dispatches of this point as calls the model asked for, and they can be paired one
     to one with the calls so that each comes after its call's tool ended (or, for a call that

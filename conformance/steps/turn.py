@@ -163,7 +163,7 @@ def given_system_prompt(akc: ScenarioContext, text: str) -> None:
 # ========================================================================== Then: the session lock
 
 
-@given(parsers.re(r'the call "(?P<call_id>[^"]+)" is held until message (?P<k>\d+) is submitted$'))
+@given(parsers.re(r'the call "(?P<call_id>[^"]+)" is held until user message (?P<k>\d+) is submitted$'))
 def given_hold_until_submitted(akc: ScenarioContext, call_id: str, k: str) -> None:
     """The tool call does not finish before the harness submitted user message k (1-based): the
     turn running it is certainly still running when that message arrives."""
@@ -178,7 +178,7 @@ def turn_span(akc: ScenarioContext, turn_id: str) -> tuple[int, int]:
     return events[0]["seq"], (ends[-1] if ends else events[-1]["seq"])
 
 
-@then("the turns of the messages did not overlap")
+@then("the turns of the user messages did not overlap")
 def then_turns_serialised(akc: ScenarioContext) -> None:
     """The harness submitted a later message while an earlier turn of the session was running
     (its ``submit`` event lies inside that turn); no turn's hooks, model calls or tools come
@@ -219,7 +219,7 @@ def then_turns_serialised(akc: ScenarioContext) -> None:
 # ========================================================================== Then: history, user message
 
 
-@then(parsers.re(r"the conversation in model request (?P<k>\d+) is:$"))
+@then(parsers.re(r"the conversation sent in model call (?P<k>\d+) is:$"))
 def then_conversation(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """The non-system messages of model request k, in order (``user: text``, ``assistant: text``,
     ``assistant: calls id``, ``tool_result: id``)."""
@@ -228,7 +228,7 @@ def then_conversation(akc: ScenarioContext, k: str, datatable: Any = None, docst
     expect_order(f"conversation in model request {k}", list_items(datatable, docstring), observed)
 
 
-@then(parsers.re(r'model request (?P<k>\d+) ends with the user message "(?P<text>[^"]*)"$'))
+@then(parsers.re(r'the request of model call (?P<k>\d+) ends with the user message "(?P<text>[^"]*)"$'))
 def then_request_ends_with_user(akc: ScenarioContext, k: str, text: str) -> None:
     """The last non-system message of model request k is this user message."""
     conv = conversation(akc.model_request(int(k)))
@@ -236,7 +236,7 @@ def then_request_ends_with_user(akc: ScenarioContext, k: str, text: str) -> None
     akc.evidence.saw(f"model request {k} ends with the user message {text!r}")
 
 
-@then(parsers.re(r'the stored messages of message (?P<k>\d+) start with the user message "(?P<text>[^"]*)"$'))
+@then(parsers.re(r'the stored messages of user message (?P<k>\d+) start with the user message "(?P<text>[^"]*)"$'))
 def then_stored_starts_with_user(akc: ScenarioContext, k: str, text: str) -> None:
     """The first message stored for user message k's turn is that user message."""
     stored = [project(m) for m in stored_messages(akc, int(k))]
@@ -248,7 +248,7 @@ def then_stored_starts_with_user(akc: ScenarioContext, k: str, text: str) -> Non
     )
 
 
-@then(parsers.re(r'the assistant messages stored for message (?P<k>\d+) are:$'))
+@then(parsers.re(r'the assistant messages stored for user message (?P<k>\d+) are:$'))
 def then_stored_assistant(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """The assistant messages stored for user message k's turn, in storing order."""
     observed = [project(m) for m in stored_messages(akc, int(k)) if m.get("role") == "assistant"]
@@ -267,7 +267,7 @@ def then_not_stored(akc: ScenarioContext, text: str) -> None:
         raise ConformanceFailure(f"stored messages containing {text!r}", "none", hits)
 
 
-@then(parsers.re(r'model request (?P<k>\d+) (?P<neg>does not contain|contains) "(?P<text>[^"]+)"$'))
+@then(parsers.re(r'the request of model call (?P<k>\d+) (?P<neg>does not contain|contains) "(?P<text>[^"]+)"$'))
 def then_request_contains(akc: ScenarioContext, k: str, neg: str, text: str) -> None:
     """Whether this text occurs anywhere in model request k's messages."""
     messages = all_messages(akc.model_request(int(k)))
@@ -299,7 +299,7 @@ def _system_texts(request: dict[str, Any]) -> list[tuple[int | None, str]]:
     return out
 
 
-@then(parsers.re(r'every model request carries the system prompt "(?P<text>[^"]+)" ahead of the conversation$'))
+@then(parsers.re(r'the request of every model call carries the system prompt "(?P<text>[^"]+)" ahead of the conversation$'))
 def then_system_prompt(akc: ScenarioContext, text: str) -> None:
     """Each request has a system text (a system message or request-level system text) holding
     the stable tier, before the first user message."""
@@ -322,7 +322,7 @@ def then_system_prompt(akc: ScenarioContext, text: str) -> None:
 # ========================================================================== Then: pre_llm_call context
 
 
-@then(parsers.re(r'in model request (?P<k>\d+), "(?P<ctx>[^"]+)" comes in front of the user message "(?P<user>[^"]*)"$'))
+@then(parsers.re(r'in the request of model call (?P<k>\d+), "(?P<ctx>[^"]+)" comes in front of the user message "(?P<user>[^"]*)"$'))
 def then_context_in_front(akc: ScenarioContext, k: str, ctx: str, user: str) -> None:
     """pre_llm_call's context is in the request before the user message's text (reading
     pre-llm-call-context, all accepted): a message of its own before the user message, a prefix
@@ -358,7 +358,7 @@ def then_context_in_front(akc: ScenarioContext, k: str, ctx: str, user: str) -> 
 # ========================================================================== Then: hooks per turn
 
 
-@then(parsers.re(r'"(?P<point>[^"]+)" was dispatched (?P<n>\d+) times? in the turn of message (?P<k>\d+)$'))
+@then(parsers.re(r'"(?P<point>[^"]+)" was dispatched (?P<n>\d+) times? for user message (?P<k>\d+)$'))
 def then_point_count_in_turn(akc: ScenarioContext, point: str, n: str, k: str) -> None:
     """This point was dispatched exactly n times in user message k's turn."""
     akc._check_point(point)
@@ -367,7 +367,7 @@ def then_point_count_in_turn(akc: ScenarioContext, point: str, n: str, k: str) -
     expect_equal(f"dispatches of {point} in the turn of message {k}", int(n), count)
 
 
-@then(parsers.re(r"in the turn of message (?P<k>\d+), the points first fire in the order:$"))
+@then(parsers.re(r"for user message (?P<k>\d+), the hook points were first dispatched in the order:$"))
 def then_first_dispatch_order(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """The first dispatches of these points in user message k's turn come in this order (each
     point dispatched at least once)."""
@@ -383,7 +383,7 @@ def then_first_dispatch_order(akc: ScenarioContext, k: str, datatable: Any = Non
     akc.evidence.saw(f"first dispatches in the turn of message {k}: {', '.join(observed)}")
 
 
-@then(parsers.re(r'in the turn of message (?P<k>\d+), "(?P<point>[^"]+)" fires before the first model call$'))
+@then(parsers.re(r'for user message (?P<k>\d+), "(?P<point>[^"]+)" was dispatched before the first model call$'))
 def then_before_first_model_call(akc: ScenarioContext, k: str, point: str) -> None:
     """Every dispatch of this point in user message k's turn precedes the turn's first model request."""
     calls = turn_events(akc, int(k), "model_request")
@@ -454,7 +454,7 @@ def then_failure_hooks(akc: ScenarioContext) -> None:
 # ========================================================================== Then: the end of a turn
 
 
-@then(parsers.re(r"on_session_end is the last hook of the turn of message (?P<k>\d+) and carries its stored status$"))
+@then(parsers.re(r"on_session_end was the last hook dispatched for user message (?P<k>\d+) and carries its stored status$"))
 def then_session_end_last_stored(akc: ScenarioContext, k: str) -> None:
     """The older wording (used by other areas' features): the last hook, and the final status
     stored before it fired. The payload is free (reading session-end-payload)."""
@@ -462,7 +462,7 @@ def then_session_end_last_stored(akc: ScenarioContext, k: str) -> None:
     then_status_stored_before_session_end(akc, k)
 
 
-@then(parsers.re(r"on_session_end is the last hook of the turn of message (?P<k>\d+)$"))
+@then(parsers.re(r"on_session_end was the last hook dispatched for user message (?P<k>\d+)$"))
 def then_session_end_last(akc: ScenarioContext, k: str) -> None:
     """on_session_end fires once in the turn, after every other hook of it, and nothing of the
     turn happens after it. Its payload is free (reading session-end-payload)."""
@@ -486,7 +486,7 @@ def journal_writes(akc: ScenarioContext) -> list[dict[str, Any]]:
     return writes
 
 
-@then(parsers.re(r"the final status of message (?P<k>\d+) was stored before on_session_end fired$"))
+@then(parsers.re(r"the final status of user message (?P<k>\d+) was stored before on_session_end was dispatched$"))
 def then_status_stored_before_session_end(akc: ScenarioContext, k: str) -> None:
     """000: "The final status is stored, then on_session_end fires" — on the harness's one
     ordered log, a finish_turn write of the turn carrying the status the journal finally holds
@@ -514,7 +514,7 @@ def then_status_stored_before_session_end(akc: ScenarioContext, k: str) -> None:
     akc.evidence.saw(f"status {final!r} stored, then on_session_end (message {k})")
 
 
-@then(parsers.re(r'the stored status of message (?P<k>\d+) is "(?P<status>[^"]+)"$'))
+@then(parsers.re(r'the stored status of user message (?P<k>\d+) is "(?P<status>[^"]+)"$'))
 def then_stored_status(akc: ScenarioContext, k: str, status: str) -> None:
     """The journal holds this final status for user message k's turn."""
     expect_equal(f"stored status of the turn of message {k}", status, stored_status(akc, int(k)))

@@ -39,20 +39,20 @@ Feature: Step vocabulary
     When the kernel runs
     Then the kernel did not raise
     And the run ends with subtype "success"
-    And message 1 ends with subtype "success"
+    And user message 1 ends with subtype "success"
     And the reply is "done"
     And the model was called 3 times
     And the model script was not exhausted
-    And model request 1 has tool specs
-    And the tool results in model request 2 are in the order "a1"
-    And the tool results in model request 3 are in the order "a1, b1, c1"
-    And the latest tool results in model request 3 are in the order "b1, c1"
+    And the request of model call 1 has tool specs
+    And the tool results sent in model call 2 are in the order "a1"
+    And the tool results sent in model call 3 are in the order "a1, b1, c1"
+    And the latest tool results sent in model call 3 are in the order "b1, c1"
     And tool "a1" ran
     And tool "b" ran
     And 3 tool calls ran
     And "context-assemble" was dispatched 3 times
     And "session-start" was dispatched 1 time
-    And the hook points of model turn 1 are dispatched in the order:
+    And the hook points of model call 1 were dispatched in the order:
       | context-assemble    |
       | pre-model-call      |
       | post-model-response |
@@ -60,7 +60,7 @@ Feature: Step vocabulary
       | plan-ready          |
       | post-tool-call      |
       | post-apply          |
-    And the hook points of model turn 3 include, in order:
+    And the hook points of model call 3 include, in order:
       """
       context-assemble
       session-end

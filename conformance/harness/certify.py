@@ -106,13 +106,13 @@ def prepare(options: SuiteOptions) -> Prepared:
     report survives a run that fails or is interrupted."""
     import time
 
+    from conformance.harness.outputs import remove_stale
+
     started = time.perf_counter()
-    info, profiles = validate(options)
     for path in (options.json_path, options.junit_path, options.markdown_path):
         if path:
-            from conformance.harness.outputs import remove_stale
-
             remove_stale(path)
+    info, profiles = validate(options)
     return Prepared(info=info, profiles=profiles, started=started)
 
 

@@ -94,7 +94,8 @@ class SqliteJournal:
             conn.close()
             raise ValueError(f"sqlite journal: bad synchronous mode {synchronous!r} (FULL, NORMAL or EXTRA)")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
-        if not mode or str(mode[0]).lower() != "wal":
+        in_memory = str(path) == ":memory:"  # nothing to make durable: sqlite keeps journal_mode=memory
+        if not in_memory and (not mode or str(mode[0]).lower() != "wal"):
             conn.close()
             raise RuntimeError(f"sqlite journal {self.path}: WAL mode was not granted (journal_mode is {mode and mode[0]!r})")
         conn.execute(f"PRAGMA synchronous={synchronous.upper()}")

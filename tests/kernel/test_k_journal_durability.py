@@ -34,9 +34,31 @@ def test_default_is_synchronous_full_and_normal_is_an_option(tmp_path: Path) -> 
         SqliteJournal(tmp_path / "c.db", synchronous="OFF")
 
 
-def test_wal_not_granted_is_an_error(tmp_path: Path) -> None:
+class _NoWalConn:
+    """A connection on a file system that refuses WAL (journal_mode stays 'delete')."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "PRAGMA journal_mode=WAL":
+            return self._conn.execute("PRAGMA journal_mode")
+        return self._conn.execute(sql, *args)
+
+
+def test_wal_not_granted_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import reference_kernel.sqlite_journal as module
+
+    real = sqlite3.connect
+    monkeypatch.setattr(module.sqlite3, "connect", lambda *a, **k: _NoWalConn(real(*a, **k)))
     with pytest.raises(RuntimeError, match="WAL mode was not granted"):
-        SqliteJournal(":memory:")  # an in-memory database cannot do WAL
+        SqliteJournal(tmp_path / "nowal.db")
+    monkeypatch.undo()
+    with SqliteJournal(":memory:"):  # in memory there is nothing to make durable: allowed
+        pass
 
 
 @pytest.mark.anyio

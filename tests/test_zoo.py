@@ -35,6 +35,7 @@ def akc(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> s
     full = dict(os.environ, **(env or {}))
     full["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full.get("PYTHONPATH", "")) if p)
     full.pop("AKC_NO_SUPERVISOR", None)
+    full["ZOO_TEST_PID"] = str(os.getpid())  # SignalParent never signals the test runner
     return subprocess.run(
         [sys.executable, "-m", "conformance", "run", *args], capture_output=True, text=True, env=full, cwd=ROOT, timeout=timeout
     )

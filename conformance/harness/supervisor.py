@@ -199,8 +199,14 @@ def crash_report(options: Any, prepared: Any, progress: str, status: int, signum
         c.outcome, c.message = "error", f"{cause} during this scenario"
         where = f" during {c.feature} / {c.scenario}"
     ran = sum(1 for c in checks.values() if c.outcome != "not-run")
+    catalog = load_catalog_or_none()
+    expectations = None
+    if options.expect_path:
+        from conformance.report.expectations import load as load_expectations
+
+        expectations = load_expectations(options.expect_path, catalog.ids() if catalog is not None else None)
     state = SimpleNamespace(
-        catalog=load_catalog_or_none(), checks=checks, info=prepared.info, profiles=profiles,
+        catalog=catalog, checks=checks, info=prepared.info, profiles=profiles, expectations=expectations,
         req_filter=[r.strip().upper() for r in options.reqs] or None, smoke=options.smoke, strict=options.strict,
         failed_traces={}, collect_errors=[f"{cause}{where}; {ran} of {len(checks)} checks ran; the rest did not run"],
         started=prepared.started,

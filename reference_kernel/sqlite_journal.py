@@ -3,8 +3,16 @@ missing. Reopening the same file (in this process or another) sees everything co
 
 One connection (``check_same_thread=False``) guarded by a ``threading.Lock``; each async method
 runs its blocking call in a worker thread via ``anyio.to_thread.run_sync`` (not cancellable
-mid-call, so a write that started always finishes). ``synchronous=NORMAL`` in WAL mode survives
-process crashes; pass ``synchronous="FULL"`` to survive power loss too.
+mid-call, so a write that started always finishes).
+
+Durability: the default ``synchronous="FULL"`` syncs the WAL on every commit, so a committed turn
+survives a power loss or an OS crash as well as a kill of the process — what a journal of tool
+calls with side effects needs (a lost record means a replayed side effect). ``synchronous="NORMAL"``
+is faster (no sync per commit) and still survives a process crash (``kill -9``), but a power loss
+can roll back the last committed transactions. WAL mode is checked when the file is opened (a
+filesystem that refuses it is an error, never a silent fallback). A failed ``COMMIT`` (a full
+disk) is rolled back so the journal is not wedged; a failing ``ROLLBACK`` never hides the first
+error.
 """
 
 from __future__ import annotations
@@ -73,7 +81,7 @@ class SqliteJournal:
     """001's Journal contract on a SQLite file (same behaviour as ``MemoryJournal``)."""
 
     def __init__(
-        self, path: str | Path, ids: IdGenerator | None = None, synchronous: str = "NORMAL"
+        self, path: str | Path, ids: IdGenerator | None = None, synchronous: str = "FULL"
     ) -> None:
         self.path = Path(path)
         self._ids = ids or IdGenerator()
@@ -82,21 +90,24 @@ class SqliteJournal:
             str(self.path), check_same_thread=False, isolation_level=None, timeout=10.0
         )
         conn = self._conn
-        conn.execute("PRAGMA journal_mode=WAL")
-        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
-            raise ValueError(f"sqlite journal: bad synchronous mode {synchronous!r}")
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+            conn.close()
+            raise ValueError(f"sqlite journal: bad synchronous mode {synchronous!r} (FULL, NORMAL or EXTRA)")
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        in_memory = str(path) == ":memory:"  # nothing to make durable: sqlite keeps journal_mode=memory
+        if not in_memory and (not mode or str(mode[0]).lower() != "wal"):
+            conn.close()
+            raise RuntimeError(f"sqlite journal {self.path}: WAL mode was not granted (journal_mode is {mode and mode[0]!r})")
         conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
         conn.execute("PRAGMA foreign_keys=ON")
-        with self._lock:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        self.synchronous = synchronous.upper()
+
+        def schema(c: sqlite3.Connection) -> None:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    c.execute(statement)
+
+        self._tx(schema)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -109,10 +120,16 @@ class SqliteJournal:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = fn(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                # Also when COMMIT itself failed (a full disk): never leave the transaction open,
+                # or every later append fails with "cannot start a transaction within a transaction".
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error as rollback_error:
+                        exc.add_note(f"and the ROLLBACK that followed failed too: {rollback_error}")
                 raise
-            conn.execute("COMMIT")
             return result
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:

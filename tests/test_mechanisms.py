@@ -64,7 +64,7 @@ def test_failing_check_messages_name_the_mechanism() -> None:
 
 def test_compute_applies_the_rule_and_info_carries_the_table() -> None:
     info = AdapterInfo(name="k", version="1", profiles=["kernel"], mechanisms={"pre-model-call": {"kind": "emulated", "via": "adapter"}})
-    checks = [Check(requirement_ids=["LOOP-003"], feature="loop", scenario="s")]
+    checks = [Check(requirement_ids=["LOOP-003"], feature="loop", scenario="s", outcome="pass")]  # a check that ran and passed (checks start not-run)
     v = compute(None, checks, capabilities=[], profiles=["kernel"], mechanisms=info.mechanisms)
     assert v.requirements[0].verdict == "fail" and v.exit_code == 1
     assert AdapterInfo.model_validate_json(info.model_dump_json()).mechanisms["pre-model-call"].kind == "emulated"

@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import anyio
 from anyio.lowlevel import checkpoint
@@ -108,6 +108,10 @@ def native(names: Iterable[str], via: str) -> dict[str, Mechanism]:
     return {name: Mechanism(kind="native", via=f"{via} {name}") for name in names}
 
 
+#: A capability name (an enum in ``schemas/adapter-info.schema.json``).
+Capability = Literal[CAPABILITIES]  # type: ignore[valid-type]
+
+
 class ModelCallError(Exception):
     """Raised from the scripted model's stream: the model API failed (status and message kept)."""
 
@@ -127,10 +131,7 @@ class AdapterInfo(_Model):
     language: str = "python"
     homepage: str | None = None
     profiles: list[Profile]
-    #: Names from CAPABILITIES (an enum in the JSON Schema, so a typo fails --validate-protocol).
-    capabilities: list[str] = Field(
-        default_factory=list, json_schema_extra={"items": {"type": "string", "enum": list(CAPABILITIES)}}
-    )
+    capabilities: list[Capability] = Field(default_factory=list)
     #: The status subtype this kernel uses when its doom-loop detector fires (seeds leave it open).
     doom_loop_subtype: str | None = None
     #: The kernel's reading of open points of the seeds: {reading id: alternative id} (``akc
@@ -142,6 +143,18 @@ class AdapterInfo(_Model):
     #: ``absent``, and a requirement depending on a mechanism that is not ``native`` cannot pass
     #: (``conformance.report.verdicts.mechanism_verdict``).
     mechanisms: dict[str, Mechanism] = Field(default_factory=dict)
+
+    @field_validator("capabilities", mode="before")
+    @classmethod
+    def _known_capabilities(cls, value: Any) -> Any:
+        """A misspelt capability would silently turn its requirements into not-offered: refuse it."""
+        if isinstance(value, (list, tuple)):
+            unknown = [c for c in value if c not in CAPABILITIES]
+            if unknown:
+                raise ValueError(
+                    f"unknown capability {', '.join(repr(c) for c in unknown)}; the known ones are {', '.join(CAPABILITIES)}"
+                )
+        return value
 
 
 class TurnInfo(_Model):

@@ -3,7 +3,12 @@
 ``akc run --traces DIR`` writes one canonical trace per scenario (``akc trace diff`` compares them).
 
 Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also a SHOULD/MAY),
-2 usage error (bad flag, unknown adapter, requirement id or profile), 3 incomplete or error.
+2 usage error (bad flag, unknown adapter, requirement id or profile, unwritable output path),
+3 incomplete or error (the circuit breaker included), 130 / 143 interrupted by SIGINT / SIGTERM
+(no verdict table; the report files say "interrupted").
+
+The suite runs in a supervised child process (:mod:`conformance.harness.supervisor`), so an
+adapter that ends its process still leaves a report naming the cause.
 """
 
 from __future__ import annotations
@@ -37,13 +42,16 @@ def register(app: typer.Typer) -> None:
         backend: Annotated[str, typer.Option("--backend", help="asyncio | trio")] = "asyncio",
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show pytest's own output")] = False,
         timeout_cap: Annotated[float | None, typer.Option("--timeout-cap", help="cap every scenario's timeout (seconds)", hidden=True)] = None,
+        timeout_scale: Annotated[float, typer.Option("--timeout-scale", help="multiply every scenario's timeout by this factor (slow machine or kernel: 2, 3…)")] = 1.0,
+        max_hangs: Annotated[int | None, typer.Option("--max-hangs", help="stop (exit 3) after this many consecutive hung scenarios or kernel restarts (default 5; 0: never)")] = None,
         validate_protocol: Annotated[bool, typer.Option("--validate-protocol", help="stdio adapters: validate every message (docs/protocol.md)")] = False,
         hypothesis_profile: Annotated[str, typer.Option("--hypothesis-profile", help="ci (10 derandomized examples per property) | explore (hundreds, with shrinking)")] = "ci",
     ) -> None:
         """Run the conformance suite against a kernel adapter."""
         if validate_protocol:  # read by conformance.wire.validate
             os.environ["AKC_VALIDATE_PROTOCOL"] = "1"
-        from conformance.harness.certify import SuiteOptions, run_suite
+        from conformance.harness.certify import SuiteOptions
+        from conformance.harness.supervisor import run_supervised
         from conformance.errors import UsageError
         from conformance.report.terminal import print_report
 
@@ -59,13 +67,15 @@ def register(app: typer.Typer) -> None:
             backend=backend,
             verbose=verbose,
             timeout_cap_s=timeout_cap,
+            timeout_scale=timeout_scale,
+            max_hangs=max_hangs,
             traces_dir=str(traces) if traces else None,
             hypothesis_profile=hypothesis_profile,
             expect_path=str(expect) if expect else None,
             write_expectations_path=str(write_expectations) if write_expectations else None,
         )
         try:
-            result = run_suite(options)
+            result = run_supervised(options)
         except UsageError as exc:
             typer.echo(f"akc run: {exc}", err=True)
             raise typer.Exit(2) from None
@@ -73,6 +83,10 @@ def register(app: typer.Typer) -> None:
             tail = "\n".join(result.output.strip().splitlines()[-20:])
             typer.echo(f"akc run: the suite did not produce a report (pytest exit {result.pytest_exit})\n{tail}", err=True)
             raise typer.Exit(3)
+        if result.exit_code >= 128:  # interrupted: no table that could pass for a finished run
+            why = result.report.errors[-1] if result.report.errors else "interrupted"
+            typer.echo(f"akc run: {why}", err=True)
+            raise typer.Exit(result.exit_code)
         print_report(result.report, all_rows=all_rows)
         if write_expectations:
             typer.echo(f"wrote the expectations of this run to {write_expectations}")

@@ -63,6 +63,10 @@ class SuiteOptions:
     backend: str = "asyncio"
     verbose: bool = False
     timeout_cap_s: float | None = None
+    #: Multiply every scenario's timeout (``--timeout-scale``).
+    timeout_scale: float = 1.0
+    #: The circuit breaker (``--max-hangs``; None: the plugin's default).
+    max_hangs: int | None = None
     smoke: bool = False
     #: Write each scenario's canonical trace into this folder (``--akc-traces``).
     traces_dir: str | None = None
@@ -93,8 +97,34 @@ def _plugin_autoloaded() -> bool:
     return any(ep.value.startswith("conformance.harness.plugin") for ep in eps)
 
 
-def validate(options: SuiteOptions) -> None:
-    """Check everything that makes a usage error before any scenario runs (one-line errors)."""
+@dataclass
+class Prepared:
+    """What validation learnt: the adapter's info and the profiles the run covers."""
+
+    info: Any
+    profiles: list[str]
+    started: float
+
+
+def prepare(options: SuiteOptions) -> Prepared:
+    """Validate (UsageError, one line), then clear the report paths so that no earlier run's
+    report survives a run that fails or is interrupted."""
+    import time
+
+    from conformance.harness.outputs import remove_stale
+
+    started = time.perf_counter()
+    for path in (options.json_path, options.junit_path, options.markdown_path):
+        if path:
+            remove_stale(path)
+    info, profiles = validate(options)
+    return Prepared(info=info, profiles=profiles, started=started)
+
+
+def validate(options: SuiteOptions) -> tuple[Any, list[str]]:
+    """Check everything that makes a usage error before any scenario runs (one-line errors);
+    returns the adapter's info and the profiles to run."""
+    from conformance.harness.outputs import check_output_paths
     from conformance.harness.plugin import HYPOTHESIS_PROFILES, PROFILES, REQ_ID, catalog_get, load_catalog_or_none, parse_profile
 
     if options.backend not in BACKENDS:
@@ -114,8 +144,15 @@ def validate(options: SuiteOptions) -> None:
         from conformance.report.expectations import load as load_expectations
 
         load_expectations(options.expect_path, catalog.ids() if catalog is not None else None)
-    if options.traces_dir and Path(options.traces_dir).exists() and not Path(options.traces_dir).is_dir():
-        raise UsageError(f"--traces {options.traces_dir}: a file, not a folder")
+    check_output_paths(json=options.json_path, junit=options.junit_path, markdown=options.markdown_path, traces=options.traces_dir)
+    if options.write_expectations_path:
+        from conformance.harness.outputs import check_report_path
+
+        check_report_path("--write-expectations", options.write_expectations_path)
+    if not options.timeout_scale > 0 or options.timeout_scale == float("inf"):
+        raise UsageError(f"--timeout-scale {options.timeout_scale}: must be a positive number (e.g. 2 on a slow machine)")
+    if options.max_hangs is not None and options.max_hangs < 0:
+        raise UsageError(f"--max-hangs {options.max_hangs}: must be 0 (never stop) or more")
     adapter = load_adapter(options.adapter)
     info = adapter_info(adapter)
     claimed = [p for p in PROFILES if p in info.profiles]
@@ -125,6 +162,7 @@ def validate(options: SuiteOptions) -> None:
         raise UsageError(
             f"adapter {options.adapter!r} does not claim the {' or '.join(wanted)} profile (it claims {', '.join(claimed) or 'none'})"
         )
+    return info, [p for p in claimed if wanted is None or p in wanted]
 
 
 def pytest_args(options: SuiteOptions) -> list[str]:
@@ -168,6 +206,10 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         args += ["--akc-timeout-cap", str(options.timeout_cap_s)]
     if options.hypothesis_profile != "ci":
         args += ["--akc-hypothesis-profile", options.hypothesis_profile]
+    if options.timeout_scale != 1.0:
+        args += ["--akc-timeout-scale", str(options.timeout_scale)]
+    if options.max_hangs is not None:
+        args += ["--akc-max-hangs", str(options.max_hangs)]
     if options.traces_dir:
         args += ["--akc-traces", str(options.traces_dir)]
     if options.expect_path:
@@ -191,22 +233,29 @@ class _Collector:
         self.report = state.report if state is not None else None
 
 
-def run_suite(options: SuiteOptions) -> SuiteRun:
-    """Validate, run the suite in-process, return the Report and the exit code.
+def run_suite(options: SuiteOptions, *, prepared: Prepared | None = None) -> SuiteRun:
+    """Validate, run the suite in-process, return the Report and the exit code (130/143 for a
+    run interrupted by SIGINT/SIGTERM, with an incomplete report).
 
     Raises UsageError for usage errors (exit code 2 for the CLI).
     """
-    validate(options)
+    if prepared is None:
+        prepare(options)
     collector = _Collector()
     args = pytest_args(options)
     buffer = io.StringIO()
-    # Hypothesis keeps a cache folder; keep it out of the user's working directory.
-    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "akc-hypothesis"))
-    if options.verbose:
-        code = pytest.main(args, plugins=[collector])
-    else:
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+    # Hypothesis keeps an example database: in this run's own temp folder (unless the user chose
+    # one), never in the working directory nor in a folder shared by every run on the machine.
+    with contextlib.ExitStack() as stack:
+        if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="akc-hypothesis-"))
+            os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tmp
+            stack.callback(os.environ.pop, "HYPOTHESIS_STORAGE_DIRECTORY", None)
+        if options.verbose:
             code = pytest.main(args, plugins=[collector])
+        else:
+            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+                code = pytest.main(args, plugins=[collector])
     output = buffer.getvalue()
     if collector.report is None:
         if int(code) == int(pytest.ExitCode.USAGE_ERROR):

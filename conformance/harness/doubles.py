@@ -37,6 +37,7 @@ import copy
 import inspect
 import json
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -98,6 +99,8 @@ class ObservationLog:
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._tick = tick
+        #: When the kernel last did something the harness saw (tells a slow kernel from a hung one).
+        self.last_activity: float | None = None
 
     def add(self, kind: str, **fields: Any) -> dict[str, Any]:
         with self._lock:
@@ -105,6 +108,7 @@ class ObservationLog:
             if self._tick is not None:
                 event["t"] = self._tick()
             self.events.append(event)
+            self.last_activity = time.monotonic()
         return event
 
     def of(self, *kinds: str) -> list[dict[str, Any]]:
@@ -184,6 +188,14 @@ class HarnessDoubles:
     def in_flight(self) -> list[str]:
         """What had started and not finished (for a hang diagnostic)."""
         return list(self._in_flight.values())
+
+    @property
+    def last_activity(self) -> float | None:
+        return self.log.last_activity
+
+    def touch(self) -> None:
+        """The kernel showed a sign of life the log does not record (a wire message)."""
+        self.log.last_activity = time.monotonic()
 
     @property
     def model_calls(self) -> int:

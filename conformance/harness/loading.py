@@ -63,7 +63,7 @@ def load_factory(spec: str) -> Callable[[], Any]:
         ) from None
     except Exception as exc:  # the module itself raised on import
         raise UsageError(
-            f"adapter {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+            f"adapter {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {_first_error(exc)}"
         ) from None
     obj: Any = module
     for part in attr.split("."):
@@ -77,7 +77,17 @@ def load_factory(spec: str) -> Callable[[], Any]:
 
 
 def check_adapter(adapter: Any, where: str) -> Any:
-    """The object must have an ``info`` (AdapterInfo or its dict) and an ``async run``."""
+    """The object must have an ``info`` (AdapterInfo or its dict) and an ``async run``; anything
+    raised while inspecting it is a one-line UsageError too."""
+    try:
+        return _check_adapter(adapter, where)
+    except UsageError:
+        raise
+    except Exception as exc:  # an ``info`` property that raises, a ``run`` that cannot be read…
+        raise UsageError(f"adapter {where}: inspecting the adapter raised {type(exc).__name__}: {_first_error(exc)}") from None
+
+
+def _check_adapter(adapter: Any, where: str) -> Any:
     info = getattr(adapter, "info", None)
     if info is None:
         raise UsageError(f"adapter {where}: the factory returned {type(adapter).__name__}, which has no 'info'")
@@ -105,9 +115,12 @@ def check_adapter(adapter: Any, where: str) -> Any:
 
 
 def adapter_info(adapter: Any) -> AdapterInfo:
-    """The adapter's info as an AdapterInfo (after :func:`check_adapter`)."""
-    info = adapter.info
-    return info if isinstance(info, AdapterInfo) else AdapterInfo.model_validate(info)
+    """The adapter's info as an AdapterInfo (after :func:`check_adapter`); UsageError if reading it raises."""
+    try:
+        info = adapter.info
+        return info if isinstance(info, AdapterInfo) else AdapterInfo.model_validate(info)
+    except Exception as exc:
+        raise UsageError(f"adapter: reading its info raised {type(exc).__name__}: {_first_error(exc)}") from None
 
 
 def load_adapter(spec: str) -> Any:
@@ -120,19 +133,21 @@ def load_adapter(spec: str) -> Any:
         except UsageError:
             raise
         except Exception as exc:
-            raise UsageError(f"adapter {spec!r}: {type(exc).__name__}: {exc}") from None
+            raise UsageError(f"adapter {spec!r}: {type(exc).__name__}: {_first_error(exc)}") from None
         return check_adapter(adapter, repr(spec))
     factory = load_factory(spec)
     try:
         adapter = factory()
     except Exception as exc:
-        raise UsageError(f"adapter {spec!r}: the factory raised {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"adapter {spec!r}: the factory raised {type(exc).__name__}: {_first_error(exc)}") from None
     return check_adapter(adapter, repr(spec))
 
 
 def _first_error(exc: Exception) -> str:
+    """One line: the first validation error, or the exception's first line."""
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
         return f"{loc}: {err.get('msg')}"
-    return str(exc)
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""

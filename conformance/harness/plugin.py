@@ -30,6 +30,9 @@ if TYPE_CHECKING:  # pragma: no cover
 REQ_ID = re.compile(r"^[A-Z]+-\d{3}$")
 PROFILES = ("kernel", "commonagent")
 CAP_TAG = "cap_"
+#: The circuit breaker: after this many consecutive scenarios that hung (or whose kernel process
+#: died and had to be restarted), the run stops with exit 3 instead of paying every timeout.
+DEFAULT_MAX_HANGS = 5
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,6 +51,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--akc-backend", default="asyncio", choices=("asyncio", "trio"), help="event loop the scenarios run on")
     group.addoption("--akc-strict", action="store_true", default=False, help="a failing SHOULD/MAY also fails the run")
     group.addoption("--akc-timeout-cap", type=float, default=None, metavar="S", help="cap every scenario's timeout at S seconds")
+    group.addoption("--akc-timeout-scale", type=float, default=1.0, metavar="FACTOR",
+                    help="multiply every scenario's timeout by FACTOR (a slow machine or kernel: 2, 3, ...)")
+    group.addoption("--akc-max-hangs", type=int, default=None, metavar="N",
+                    help=f"stop the run (exit 3) after N consecutive scenarios hang or lose the kernel process (default {DEFAULT_MAX_HANGS}; 0: never)")
+    group.addoption("--akc-progress", default=None, metavar="PATH", help=argparse_suppress())
     group.addoption("--akc-traces", default=None, metavar="DIR", help="write each scenario's canonical trace to DIR (one JSON file per scenario)")
     group.addoption("--akc-hypothesis-profile", default="ci", choices=HYPOTHESIS_PROFILES,
                     help="ci: 10 derandomized examples per property, no shrinking (fast, the same every run); "
@@ -63,6 +71,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 HYPOTHESIS_PROFILES = ("ci", "explore")
 #: Examples per property in the explore profile.
 EXPLORE_EXAMPLES = 300
+def argparse_suppress() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
 
 
 def _add_with_alias(group: Any, name: str, alias: str, **kwargs: Any) -> None:
@@ -98,7 +110,17 @@ class AkcState:
     backend: str
     strict: bool
     timeout_cap_s: float | None = None
+    timeout_scale: float = 1.0
+    max_hangs: int = DEFAULT_MAX_HANGS
     smoke: bool = False
+    #: Consecutive hung / restarted scenarios, and why the run was stopped (the circuit breaker).
+    hangs_in_a_row: int = 0
+    stopped: str | None = None
+    #: The scenario an interruption (signal, os._exit in a supervised child) landed in.
+    interrupted_in: str | None = None
+    progress: Any = None
+    #: stdio adapters: the seq of each scenario run → the item that ran it (to place strays).
+    seq_items: dict[int, str] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
     checks: dict[str, Check] = field(default_factory=dict)
     runner: PortalRunner | None = None
@@ -132,6 +154,7 @@ class AkcState:
         return log
     #: ``--akc-expect``: the expected results (conformance.report.expectations.Expectations).
     expectations: Any = None
+    restore_signals: Any = None
 
     def portal(self) -> PortalRunner:
         if self.runner is None:
@@ -139,9 +162,34 @@ class AkcState:
         return self.runner
 
     def record(self, run: Any) -> None:
-        """Keep the current item's last scenario run (a property keeps its last, failing example)."""
+        """Keep the current item's last scenario run (a property keeps its last, failing example),
+        and count hangs in a row for the circuit breaker."""
         if self.current is not None:
             self.last_run = run
+        if getattr(run, "timed_out", False) or getattr(run, "lost_kernel", False):
+            self.hangs_in_a_row += 1
+        else:
+            self.hangs_in_a_row = 0
+        if self.max_hangs and self.hangs_in_a_row >= self.max_hangs and self.stopped is None:
+            self.stopped = (
+                f"stopped after {self.hangs_in_a_row} consecutive scenarios in which the kernel hung or its "
+                f"process died (circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
+            )
+
+
+def take_strays(state: AkcState, adapter: Any) -> None:
+    """Messages a stdio kernel sent for a scenario that had already ended: an ``error`` of *that*
+    scenario's check (it may have finished long ago: verdicts are computed at the end)."""
+    take = getattr(adapter, "take_strays", None)
+    if take is None:
+        return
+    for seq, what in take():
+        check = state.checks.get(state.seq_items.get(seq, ""))
+        message = f"stray message from the kernel for this scenario (seq {seq}): {what}"
+        if check is not None:
+            check.worsen("error", message)
+        else:
+            state.collect_errors.append(message)
 
 
 def _recording_runner(state: AkcState) -> PortalRunner:
@@ -151,11 +199,18 @@ def _recording_runner(state: AkcState) -> PortalRunner:
 
     class RecordingRunner(PortalRunner):
         def run(self, adapter: Any, scenario: Any, **options: Any) -> Any:
+            restarts = getattr(adapter, "restarts", 0)
             result = super().run(adapter, scenario, **options)
+            if getattr(adapter, "restarts", 0) != restarts:
+                result.lost_kernel = True
+            seq = getattr(adapter, "seq", None)
+            if isinstance(seq, int) and state.current is not None:
+                state.seq_items[seq] = state.current
             state.record(result)
+            take_strays(state, adapter)
             return result
 
-    return RecordingRunner(state.backend, state.timeout_cap_s).start()
+    return RecordingRunner(state.backend, state.timeout_cap_s, timeout_scale=state.timeout_scale).start()
 
 
 STATE_KEY = pytest.StashKey[AkcState]()
@@ -268,10 +323,32 @@ def build_state(config: pytest.Config) -> AkcState:
         strict=config.getoption("akc_strict"),
         timeout_cap_s=config.getoption("akc_timeout_cap"),
         hypothesis_profile=config.getoption("akc_hypothesis_profile"),
+        timeout_scale=_scale(config.getoption("akc_timeout_scale")),
+        max_hangs=_max_hangs(config.getoption("akc_max_hangs")),
         smoke=config.getoption("akc_smoke"),
         traces_dir=config.getoption("akc_traces", None),
         expectations=expectations,
     )
+
+
+def _scale(value: float | None) -> float:
+    from conformance.errors import UsageError
+
+    if value is None:
+        return 1.0
+    if not value > 0 or value != value or value == float("inf"):
+        raise UsageError(f"--timeout-scale {value}: must be a positive number (e.g. 2 on a slow machine)")
+    return float(value)
+
+
+def _max_hangs(value: int | None) -> int:
+    from conformance.errors import UsageError
+
+    if value is None:
+        return DEFAULT_MAX_HANGS
+    if value < 0:
+        raise UsageError(f"--max-hangs {value}: must be 0 (never stop) or more")
+    return value
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -288,6 +365,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE_KEY] = state
     _STACK.append(state)
+    if config.getoption("akc_progress", None):
+        from conformance.harness.progress import ProgressWriter
+
+        state.progress = ProgressWriter(config.getoption("akc_progress"))
+    from conformance.harness import signals
+
+    state.restore_signals = signals.install_for_session()
     state.restore_hypothesis = freeze_hypothesis_constants()
     if state.traces_dir:
         from conformance.trace.canonical import clear_traces
@@ -317,6 +401,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         shutil.rmtree(state.hypothesis_dir, ignore_errors=True)
         state.hypothesis_dir = None
+    if state.restore_signals is not None:
+        state.restore_signals()
+        state.restore_signals = None
+    if state.progress is not None:
+        state.progress.close()
 
 
 def freeze_hypothesis_constants() -> Any:
@@ -432,6 +521,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    if state.progress is not None:
+        state.progress.header(state, items)
     if state.hypothesis_profile == "explore":
         _explore(state, keep)
 
@@ -572,10 +663,19 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if check is None:
         yield
         return
+    if state.stopped is not None:
+        item.session.shouldstop = state.stopped
     state.current, state.last_run = item.nodeid, None
+    if state.progress is not None:
+        state.progress.started(item.nodeid)
     try:
-        yield
+        outcome = yield
+        excinfo = getattr(outcome, "excinfo", None)
+        if excinfo is not None and isinstance(excinfo[1], (KeyboardInterrupt, SystemExit)):
+            state.interrupted_in = f"{check.feature} / {check.scenario}"
     finally:
+        if state.progress is not None:
+            state.progress.ended(item.nodeid, check)
         run, state.current, state.last_run = state.last_run, None, None
         if run is not None:
             try:
@@ -623,6 +723,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"incomplete: {call.excinfo.value}")
     result, message = classify(report, call)
+    if result == "pass" and report.when != "call":
+        return  # a passing setup or teardown is not a passing check: only a call that ran to its end is
     if message and result in ("fail", "error") and item.nodeid in state.step:
         message = f"{message} (at step: {state.step[item.nodeid]})"
     if report.when == "call":
@@ -652,10 +754,22 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
     state = config.stash[STATE_KEY]
     from conformance.report.writers import write_reports
 
-    # Deselected items never got a Check; an interrupted run writes no (partial) report.
+    close = getattr(state.adapter, "aclose", None)
+    finished = int(exitstatus) in (0, 1, 5) and state.stopped is None
+    if finished and state.runner is not None and close is not None and getattr(state.adapter, "take_strays", None) is not None:
+        try:  # stop the kernel now, reading what it still sends: a late stray is reported too
+            state.runner.call(close, timeout=10)
+        except BaseException:  # noqa: BLE001 - best effort: the kernel is killed at teardown anyway
+            pass
+        take_strays(state, state.adapter)
+    # Deselected items never got a Check. An interrupted or stopped run writes an *incomplete*
+    # report (its checks that did not run are not-run, never pass) so no earlier report survives.
     state.report = build_report(state)
-    if exitstatus not in (0, 1, 5):
-        return
+    ended = abnormal_end(state, exitstatus)
+    if ended is not None:
+        code, why = ended
+        state.report.errors.append(why)
+        state.report.exit_code = code
     write_reports(
         state.report,
         json_path=config.getoption("akc_json"),
@@ -666,6 +780,25 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
         from conformance.report.expectations import write as write_expectations
 
         write_expectations(state.report, config.getoption("akc_write_expectations"), state.expectations)
+
+
+def abnormal_end(state: AkcState, exitstatus: int) -> tuple[int, str] | None:
+    """(exit code, why) for a session that did not run to its end; None for one that did."""
+    from conformance.harness import signals
+
+    ran = sum(1 for c in state.checks.values() if c.outcome != "not-run")
+    where = f" during {state.interrupted_in}" if state.interrupted_in else ""
+    if state.stopped is not None:
+        return 3, f"{state.stopped} ({ran} of {len(state.checks)} checks ran)"
+    if int(exitstatus) == int(pytest.ExitCode.INTERRUPTED):
+        signum = signals.received() or signals.signal.SIGINT
+        signals.note(signum)
+        return signals.exit_code_for(signum), (
+            f"interrupted by {signals.name(signum)}{where}: {ran} of {len(state.checks)} checks ran; no verdict for this run"
+        )
+    if int(exitstatus) not in (0, 1, 5):
+        return 3, f"the test session ended abnormally (pytest exit status {int(exitstatus)}){where}; {ran} of {len(state.checks)} checks ran"
+    return None
 
 
 def build_report(state: AkcState) -> Report:
@@ -723,6 +856,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     state = config.stash[STATE_KEY]
     if state.report is None:
+        return
+    if state.report.exit_code not in (0, 1, 3) or state.stopped:
+        terminalreporter.section("agent kernel conformance")
+        terminalreporter.write_line(state.report.errors[-1] if state.report.errors else "the run did not finish")
         return
     from conformance.report.terminal import render_table
 

@@ -4,8 +4,15 @@
 :class:`PortalRunner`: one event loop in a daemon thread per pytest session, reached through an
 anyio ``BlockingPortal``. The loop lives in a *daemon* thread (rather than
 ``start_blocking_portal``'s executor thread) so that a kernel that blocks the event loop forever
-cannot keep the interpreter from exiting; as a backstop the caller waits on the portal future with
-a timeout a little longer than the scenario's and reports a hang.
+cannot keep the interpreter from exiting. A heartbeat task on the loop tells a busy loop from a
+blocked one: when the scenario's time is up and the heartbeat has stopped, the kernel has blocked
+the loop — the caller abandons that loop at once (it never waits on it again: a call into a blocked
+portal waits as long as the block) and the next scenario gets a fresh one. If the loop still beats,
+its own timeout fires; the caller waits a short grace for it, then abandons the loop anyway.
+
+A timeout is the kernel's hang only if it stopped making progress: when the doubles (or the wire)
+saw activity shortly before the time ran out, the kernel is slow, not hung, and the scenario is
+``incomplete`` ("raise with --timeout-scale"), never ``fail``.
 """
 
 from __future__ import annotations
@@ -25,8 +32,16 @@ from conformance.harness.doubles import HarnessDoubles
 from conformance.errors import Unsupported, show
 from conformance.boundary.scenario import Scenario
 
-#: Extra seconds the synchronous backstop waits beyond the scenario's own timeout.
+#: Extra seconds the synchronous backstop waits beyond the scenario's own timeout (loop still beating).
 BACKSTOP_GRACE_S = 3.0
+#: The loop's heartbeat period, and how long without a beat makes the loop "blocked".
+HEARTBEAT_S = 0.05
+BLOCKED_AFTER_S = 0.5
+
+
+def quiet_window(timeout_s: float) -> float:
+    """A kernel with activity this recently before its timeout was still making progress."""
+    return min(2.0, timeout_s / 4)
 
 
 @dataclass
@@ -46,6 +61,9 @@ class ScenarioRun:
     timed_out: bool = False
     unsupported: str | None = None
     diagnostic: str | None = None
+    #: The kernel process died or had to be killed (stdio), or the loop was lost: counts for the
+    #: circuit breaker like a hang.
+    lost_kernel: bool = False
     duration_s: float = 0.0
     doubles: HarnessDoubles | None = field(default=None, repr=False)
 
@@ -65,9 +83,16 @@ def _describe_event(e: dict[str, Any]) -> str:
     return kind
 
 
-def hang_diagnostic(scenario: Scenario, doubles: HarnessDoubles, limit_s: float) -> str:
-    """One paragraph: in-flight calls and the last events before the hang."""
+def hang_diagnostic(scenario: Scenario, doubles: HarnessDoubles, limit_s: float, adapter: Any = None) -> str:
+    """One paragraph: in-flight calls, output the kernel left unfinished, the last events."""
     flying = doubles.in_flight()
+    pending = None
+    try:
+        pending = adapter.pending_output() if hasattr(adapter, "pending_output") else None
+    except Exception:  # noqa: BLE001 - a diagnostic must never break the run
+        pending = None
+    if pending:
+        flying = [*flying, pending]
     last = [_describe_event(e) for e in doubles.log.events[-5:]]
     return (
         f"the kernel did not finish scenario {scenario.name!r} within {limit_s:g} s; "
@@ -98,25 +123,58 @@ def validate_result(raw: Any) -> RunResult:
         raise ValueError(f"adapter.run returned a malformed RunResult ({_validation_message(exc)})") from None
 
 
+def _timed_out(run: ScenarioRun, snapshot: dict[str, str]) -> None:
+    if "slow" in snapshot:
+        run.unsupported = snapshot["slow"]
+    elif "diagnostic" in snapshot:
+        run.timed_out = True
+        run.diagnostic = snapshot["diagnostic"]
+
+
 def _unwrap(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
 
 
+def slow_message(scenario: Scenario, limit_s: float, doubles: HarnessDoubles) -> str | None:
+    """If the kernel was still making progress when its time ran out: why the scenario is
+    incomplete (too slow, not hung). None: it had stopped — a hang."""
+    last = getattr(doubles, "last_activity", None)
+    if last is None or time.monotonic() - last > quiet_window(limit_s):
+        return None
+    return (
+        f"too slow to finish scenario {scenario.name!r} in {limit_s:g} s (the kernel was still making progress: "
+        f"{len(doubles.log.events)} events, the last {time.monotonic() - last:.2f} s before the timeout); "
+        "raise with --timeout-scale"
+    )
+
+
+def _base_exception_message(exc: BaseException) -> str:
+    what = f"{type(exc).__name__}({exc})" if str(exc) else type(exc).__name__
+    return (
+        f"the adapter raised {what}, which would have ended the harness's event loop "
+        "(an adapter must not raise SystemExit or KeyboardInterrupt)"
+    )
+
+
 async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoubles | None = None) -> ScenarioRun:
-    """Run ``scenario`` through ``adapter`` under ``anyio.fail_after(scenario.timeout_s)``."""
+    """Run ``scenario`` through ``adapter`` under its hard timeout (read before the adapter runs:
+    an adapter that changes the scenario it is given is reported, and cannot extend its time)."""
     doubles = doubles or HarnessDoubles(scenario)
     run = ScenarioRun(scenario=scenario, doubles=doubles)
     run.log = doubles.log.events
+    limit_s = float(scenario.timeout_s)
+    before = scenario.model_dump()
     started = time.perf_counter()
     raw: Any = None
     # A watchdog task snapshots what is in flight *before* the cancellation unwinds it.
     snapshot: dict[str, str] = {}
 
     async def watchdog(scope: anyio.CancelScope) -> None:
-        await anyio.sleep(scenario.timeout_s)
-        snapshot["diagnostic"] = hang_diagnostic(scenario, doubles, scenario.timeout_s)
+        await anyio.sleep(limit_s)
+        slow = slow_message(scenario, limit_s, doubles)
+        snapshot["slow" if slow else "diagnostic"] = slow or hang_diagnostic(scenario, doubles, limit_s, adapter)
         scope.cancel()
 
     try:
@@ -124,23 +182,37 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
             tg.start_soon(watchdog, tg.cancel_scope)
             raw = await adapter.run(scenario, doubles)
             tg.cancel_scope.cancel()
-        if "diagnostic" in snapshot:
-            run.timed_out = True
-            run.diagnostic = snapshot["diagnostic"]
-    except Exception as exc:  # noqa: BLE001 - the adapter's breakage is reported, not raised
+        _timed_out(run, snapshot)
+    except anyio.get_cancelled_exc_class():
+        raise  # the harness itself is cancelling (its loop is stopping): not the adapter's doing
+    except BaseException as exc:  # noqa: BLE001 - the adapter's breakage is reported, not raised
         inner = _unwrap(exc)
-        if "diagnostic" in snapshot:
-            run.timed_out = True
-            run.diagnostic = snapshot["diagnostic"]
+        if isinstance(inner, anyio.get_cancelled_exc_class()) and not snapshot:
+            raise
+        if snapshot:
+            _timed_out(run, snapshot)
         elif isinstance(inner, Unsupported):
             run.unsupported = str(inner) or "the adapter cannot express this scenario"
         elif isinstance(inner, TimeoutError):
             run.timed_out = True
-            run.diagnostic = hang_diagnostic(scenario, doubles, scenario.timeout_s)
+            run.diagnostic = hang_diagnostic(scenario, doubles, limit_s)
+        elif isinstance(inner, (SystemExit, KeyboardInterrupt, GeneratorExit)) or not isinstance(inner, Exception):
+            run.error = _base_exception_message(inner)
         else:
             run.error = f"the adapter raised {type(inner).__name__}: {inner}"
+            if getattr(inner, "lost_kernel", False):
+                run.lost_kernel = True
     finally:
         run.duration_s = time.perf_counter() - started
+    try:
+        changed = sorted(k for k, v in scenario.model_dump().items() if before.get(k) != v)
+    except Exception:  # noqa: BLE001 - the adapter broke the scenario object itself
+        changed = ["(the object no longer dumps)"]
+    if changed and run.error is None:
+        run.error = (
+            f"the adapter changed the scenario it was given (field{'s' if len(changed) > 1 else ''} {', '.join(changed)}): "
+            f"a mutated scenario is not the one the check describes (the harness kept its timeout of {limit_s:g} s)"
+        )
     if not (run.timed_out or run.error or run.unsupported):
         try:
             run.result = validate_result(raw)
@@ -159,35 +231,49 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
 class PortalRunner:
     """One event loop (asyncio or trio) in a daemon thread, driven through a BlockingPortal."""
 
-    def __init__(self, backend: str = "asyncio", timeout_cap_s: float | None = None) -> None:
+    def __init__(self, backend: str = "asyncio", timeout_cap_s: float | None = None, *, timeout_scale: float = 1.0) -> None:
         self.backend = backend
         #: If set, no scenario gets more than this many seconds (keeps tests of hung kernels fast).
         self.timeout_cap_s = timeout_cap_s
-        #: Extra seconds the backstop waits on the portal beyond the scenario's own timeout.
+        #: Every scenario's timeout is multiplied by this (``--timeout-scale``: slow machines).
+        self.timeout_scale = timeout_scale
+        #: Extra seconds the backstop waits on a loop that still beats, beyond the scenario's timeout.
         self.grace_s = BACKSTOP_GRACE_S
         self._portal: BlockingPortal | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        #: The current loop's last heartbeat (time.monotonic) and the flag that stops it.
+        self._beat = [time.monotonic()]
+        self._quit = threading.Event()
         #: Set once a kernel blocked the event loop (the loop was abandoned and replaced).
         self.hung = False
 
     def start(self) -> PortalRunner:
         if self._thread is not None:
             return self
-        self._thread = threading.Thread(target=self._main, name="akc-portal", daemon=True)
+        self._beat, self._quit = [time.monotonic()], threading.Event()
+        self._thread = threading.Thread(target=self._main, args=(self._beat, self._quit), name="akc-portal", daemon=True)
         self._thread.start()
         self._ready.wait(10)
         if self._portal is None:
             raise RuntimeError(f"could not start the {self.backend} event loop: {self._failure!r}")
         return self
 
-    def _main(self) -> None:
+    def _main(self, beat: list[float], quit_: threading.Event) -> None:
+        async def heartbeat(portal: BlockingPortal) -> None:
+            while not quit_.is_set():
+                beat[0] = time.monotonic()
+                await anyio.sleep(HEARTBEAT_S)
+            await portal.stop(cancel_remaining=True)  # abandoned: end this loop once it is free
+
         async def main() -> None:
-            async with BlockingPortal() as portal:
+            async with BlockingPortal() as portal, anyio.create_task_group() as tg:
+                tg.start_soon(heartbeat, portal)
                 self._portal = portal
                 self._ready.set()
                 await portal.sleep_until_stopped()
+                tg.cancel_scope.cancel()
 
         try:
             anyio.run(main, backend=self.backend)
@@ -202,6 +288,10 @@ class PortalRunner:
         assert self._portal is not None
         return self._portal
 
+    def blocked_for(self) -> float:
+        """Seconds since the loop last beat (about 0 while it runs freely)."""
+        return time.monotonic() - self._beat[0]
+
     def call(self, func: Any, *args: Any, timeout: float) -> Any:
         """Run ``await func(*args)`` on the loop; ``TimeoutError`` if it takes over ``timeout``."""
         future = self.portal.start_task_soon(func, *args)
@@ -211,47 +301,80 @@ class PortalRunner:
             future.cancel()
             raise TimeoutError from None
 
+    def scenario_for(self, scenario: Scenario) -> Scenario:
+        """The scenario with its timeout scaled and capped (the adapter gets this copy)."""
+        timeout = scenario.timeout_s * self.timeout_scale
+        if self.timeout_cap_s is not None:
+            timeout = min(timeout, self.timeout_cap_s)
+        if timeout != scenario.timeout_s:
+            scenario = scenario.model_copy(update={"timeout_s": timeout})
+        return scenario
+
     def run(self, adapter: Any, scenario: Scenario, *, rendezvous_timeout_s: float | None = None) -> ScenarioRun:
-        """Run a scenario synchronously; a kernel that blocks the loop is reported as hung.
-        ``rendezvous_timeout_s`` shortens the doubles' rendezvous and finish-order waits (for
-        checks where a wait that times out is tolerated)."""
-        if self.timeout_cap_s is not None and scenario.timeout_s > self.timeout_cap_s:
-            scenario = scenario.model_copy(update={"timeout_s": self.timeout_cap_s})
+        """Run a scenario synchronously; a kernel that blocks the loop is reported as hung at the
+        scenario's timeout. ``rendezvous_timeout_s`` shortens the doubles' rendezvous and
+        finish-order waits (for checks where a wait that times out is tolerated)."""
+        scenario = self.scenario_for(scenario)
+        limit_s = float(scenario.timeout_s)
         doubles = HarnessDoubles(scenario, rendezvous_timeout_s=rendezvous_timeout_s)
-        limit = scenario.timeout_s + self.grace_s
         try:
-            return self.call(_run_with, adapter, scenario, doubles, timeout=limit)
-        except TimeoutError:
+            future = self.portal.start_task_soon(_run_with, adapter, scenario, doubles)
+        except RuntimeError as exc:  # the loop died under a previous scenario
             self._abandon()
-            run = ScenarioRun(scenario=scenario, timed_out=True, doubles=doubles, log=doubles.log.events)
-            run.diagnostic = (
-                hang_diagnostic(scenario, doubles, limit)
-                + " (the kernel blocked the event loop: the scenario's own timeout could not fire)"
-            )
+            run = ScenarioRun(scenario=scenario, doubles=doubles, log=doubles.log.events, lost_kernel=True)
+            run.error = f"the harness's event loop had stopped ({exc}); it was restarted"
             return run
+        deadline = time.monotonic() + limit_s
+        try:
+            # Wait for the scenario's own timeout; then a blocked loop is abandoned at once, a
+            # beating one gets a short grace to let its own watchdog end the scenario.
+            return future.result(timeout=limit_s + 0.05)
+        except concurrent.futures.TimeoutError:
+            pass
+        while True:
+            blocked = self.blocked_for()
+            if blocked >= BLOCKED_AFTER_S or time.monotonic() > deadline + self.grace_s:
+                break
+            try:
+                return future.result(timeout=min(BLOCKED_AFTER_S, 0.1 + max(0.0, deadline + self.grace_s - time.monotonic())))
+            except concurrent.futures.TimeoutError:
+                continue
+        blocked = self.blocked_for()
+        self._abandon()
+        run = ScenarioRun(scenario=scenario, timed_out=True, doubles=doubles, log=doubles.log.events)
+        if blocked >= BLOCKED_AFTER_S:
+            run.diagnostic = (
+                hang_diagnostic(scenario, doubles, limit_s)
+                + f"; the kernel blocked the event loop: no heartbeat for {blocked:.1f} s (it was still blocked"
+                " when the harness gave up on it at the scenario's timeout)"
+            )
+        else:
+            run.diagnostic = (
+                hang_diagnostic(scenario, doubles, limit_s)
+                + f" (nor in the {self.grace_s:g} s grace after it: the scenario ignored cancellation)"
+            )
+        return run
 
     def _abandon(self) -> None:
-        """The loop is blocked by the kernel: leave its daemon thread behind (asking it to stop
-        whenever it wakes up) and let the next scenario start a fresh loop."""
+        """The loop is blocked (or dead): leave its daemon thread behind without ever waiting on
+        it (its heartbeat stops the loop whenever it wakes up) and let the next scenario start a
+        fresh loop."""
         self.hung = True
-        portal = self._portal
+        self._quit.set()
         self._portal, self._thread, self._ready = None, None, threading.Event()
-        if portal is not None:
-            try:
-                portal.start_task_soon(portal.stop, True)
-            except Exception:  # noqa: BLE001 - best effort
-                pass
 
     def stop(self) -> None:
         """Stop the loop, cancelling what still runs (``portal.stop(cancel_remaining=True)``)."""
         if self._portal is None:
             return
         portal, self._portal = self._portal, None
-        try:
-            portal.start_task_soon(portal.stop, True).result(timeout=5)
-        except Exception:  # noqa: BLE001 - best effort on teardown
-            pass
-        if self._thread is not None:
+        if self.blocked_for() < BLOCKED_AFTER_S:
+            try:
+                portal.start_task_soon(portal.stop, True).result(timeout=5)
+            except Exception:  # noqa: BLE001 - best effort on teardown
+                pass
+        self._quit.set()
+        if self._thread is not None and self.blocked_for() < BLOCKED_AFTER_S:
             self._thread.join(timeout=5)
 
 

@@ -23,7 +23,9 @@ from conformance.catalog.mechanisms import depends_on
 from conformance.report.model import VERDICTS, CheckResult, RequirementResult, UntestableEntry
 
 GATING_LEVELS = ("MUST", "MUST NOT")
-_SEVERITY = {"pass": 0, "not-offered": 1, "incomplete": 2, "fail": 3, "error": 4}
+#: A check starts as ``not-run`` and becomes ``pass`` only when its call ran to the end and passed.
+NOT_RUN = "not-run"
+_SEVERITY = {NOT_RUN: -1, "pass": 0, "not-offered": 1, "incomplete": 2, "fail": 3, "error": 4}
 
 EXIT_CONFORMANT = 0
 EXIT_FAILED = 1
@@ -38,7 +40,7 @@ class Check:
     requirement_ids: list[str]
     feature: str
     scenario: str
-    outcome: str = "pass"
+    outcome: str = NOT_RUN
     message: str | None = None
     profiles: list[str] = field(default_factory=list)
     #: What the check observed that shows its situation happened (see conformance.harness.evidence).
@@ -92,10 +94,7 @@ def is_gating(req: ReqInfo | RequirementResult, strict: bool = False) -> bool:
 
 def requirement_verdict(req: ReqInfo, checks: list[Check], capabilities: Iterable[str]) -> RequirementResult:
     """The verdict of one (testable) requirement over its checks."""
-    results = [
-        CheckResult(feature=c.feature, scenario=c.scenario, outcome=c.outcome, message=c.message, evidence=c.evidence)  # type: ignore[arg-type]
-        for c in checks
-    ]
+    results = [_result(c) for c in checks]
     base = dict(
         id=req.id, level=req.level, profiles=req.profiles, statement=req.statement, gating=is_gating(req), checks=results
     )
@@ -104,7 +103,7 @@ def requirement_verdict(req: ReqInfo, checks: list[Check], capabilities: Iterabl
         return RequirementResult(
             **base, verdict="not-offered", message=f"capability {', '.join(missing)} not declared by the adapter"
         )
-    counted = [c for c in checks if c.outcome != "not-offered"]
+    counted = [c for c in results if c.outcome != "not-offered"]
     outcomes = {c.outcome for c in counted}
     if not counted:
         why = "no check ran"
@@ -153,6 +152,13 @@ def mechanism_verdict(result: RequirementResult, mechanisms: Mapping[str, Any] |
     if result.verdict == "fail" and mandatory:
         why = f"{why}; {result.message}" if result.message else why
     return result.model_copy(update={"verdict": verdict, "message": why})
+
+
+def _result(c: Check) -> CheckResult:
+    """A check that never ran to its end is ``incomplete`` in the report (never a pass)."""
+    if c.outcome == NOT_RUN:
+        return CheckResult(feature=c.feature, scenario=c.scenario, outcome="incomplete", message=c.message or "did not run", evidence=c.evidence)
+    return CheckResult(feature=c.feature, scenario=c.scenario, outcome=c.outcome, message=c.message, evidence=c.evidence)  # type: ignore[arg-type]
 
 
 @dataclass

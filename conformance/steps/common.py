@@ -85,6 +85,20 @@ def _json(text: str, what: str) -> Any:
         raise HarnessError(f"{what}: invalid JSON in the feature file ({exc}): {text!r}") from None
 
 
+def not_offered(run: Any) -> None:
+    """A tool call the model never asked for, of a tool the scenario never offered, is the
+    kernel's failure (TOOL-004: each call runs the tool registered under the name the model called)."""
+    asked = {c.name for r in run.scenario.model.responses for c in r.tool_calls}
+    offered = {t.name for t in run.scenario.tools}
+    for e in run.log:
+        if e["kind"] == "unknown_tool" and e.get("name") not in asked | offered:
+            raise ConformanceFailure(
+                f"the kernel invoked the tool {e.get('name')!r} (call {e.get('call_id')}), which the scenario never offered "
+                "and the model never asked for (TOOL-004: each call runs the tool registered under the name the model called)",
+                raw=True,
+            )
+
+
 class ScenarioContext:
     """One scenario being built, run and inspected (the ``akc`` fixture)."""
 
@@ -201,6 +215,7 @@ class ScenarioContext:
             raise AdapterError(run.error)
         if run.timed_out:
             raise ConformanceFailure(run.diagnostic or "the kernel hung", raw=True)
+        not_offered(run)
         for e in self.events("rendezvous_timeout"):
             others = " and ".join(e["missing"])
             raise ConformanceFailure(

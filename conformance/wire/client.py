@@ -109,14 +109,20 @@ class _Run:
         """The canceller the doubles call at the cancel point: a ``cancel`` notification."""
         await self.conn.send({"jsonrpc": "2.0", "method": "cancel", "params": {"seq": self.seq, "message": message}})
 
-    def _check_seq(self, msg: dict[str, Any]) -> None:
+    def _check_seq(self, msg: dict[str, Any]) -> bool:
+        """True: the message belongs to the running scenario. False: it carries the seq of an
+        earlier one (a late callback): recorded against that scenario, not this one."""
         params = msg.get("params")
         seq = params.get("seq") if isinstance(params, dict) else None
+        if type(seq) is int and 0 < seq < self.seq and seq in self.conn.finished:
+            self.conn.stray(seq, f"the kernel sent {msg.get('method')!r} (line {self.conn.lines_read}) after it had answered this scenario's run")
+            return False
         if seq != self.seq:
             raise WireError(
                 f"wrong seq: the kernel's {msg.get('method')!r} carries seq {seq!r}, but the running "
                 f"scenario {self.scenario.name!r} is seq {self.seq} (line {self.conn.lines_read})"
             )
+        return True
 
     async def go(self) -> dict[str, Any]:
         conn = self.conn
@@ -131,9 +137,16 @@ class _Run:
         async with anyio.create_task_group() as tg:
             while True:
                 msg = await conn.receive(during)
+                self.doubles.touch()
                 method = msg.get("method")
                 if method is not None:
-                    self._check_seq(msg)
+                    if isinstance(method, str) and method.startswith("$/") and method != "$/cancel" and "id" not in msg:
+                        continue  # JSON-RPC/LSP convention: "$/" notifications may be ignored
+                    if not self._check_seq(msg):
+                        if "id" in msg:
+                            await conn.send({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                                "code": REQUEST_CANCELLED, "message": "that scenario's run has ended"}})
+                        continue
                     if "id" in msg:
                         scope = anyio.CancelScope()
                         self.serving[msg["id"]] = scope
@@ -156,8 +169,14 @@ class _Run:
                         raise WireError(f"the kernel sent an unknown notification {method!r} (line {conn.lines_read})")
                     continue
                 if msg.get("id") != rid:
+                    old = conn.answered.get(msg.get("id")) if isinstance(msg.get("id"), int) else None
+                    if old is not None:
+                        conn.stray(old, f"the kernel answered its run request (id {msg.get('id')}) a second time (line {conn.lines_read})")
+                        continue
                     raise WireError(f"the kernel answered request id {msg.get('id')!r}, which the harness never sent (line {conn.lines_read})")
                 conn._ours.pop(rid, None)
+                conn.answered[rid] = self.seq
+                conn.finished.add(self.seq)
                 tg.cancel_scope.cancel()  # callbacks still pending after the run ended are moot
                 return self._envelope(msg)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -273,6 +292,28 @@ class StdioAdapter:
         self.validating = validate.enabled() if validating is None else validating
         self._conn: Connection | None = None
         self._seq = 0
+        self._finished: set[int] = set()
+        #: Messages that belong to an earlier scenario (seq → what), for the harness to report there.
+        self.strays: list[tuple[int, str]] = []
+        #: Times the kernel process was lost (died, killed after a hang or garbage) and restarted.
+        self.restarts = 0
+
+    @property
+    def seq(self) -> int:
+        """The seq of the latest scenario run (the harness maps strays back to their scenario)."""
+        return self._seq
+
+    def pending_output(self) -> str | None:
+        """Bytes the kernel wrote without a newline (for the hang diagnostic)."""
+        conn = self._conn
+        return conn.pending() if conn is not None and conn.stdout is not None else None
+
+    def take_strays(self) -> list[tuple[int, str]]:
+        out, self.strays = self.strays, []
+        conn = self._conn
+        if conn is not None:
+            out += conn.take_strays()
+        return out
 
     async def _connection(self) -> Connection:
         conn = self._conn
@@ -285,6 +326,7 @@ class StdioAdapter:
             conn = self._conn = None
         if conn is None:
             conn = Connection(self.command, self.validating)
+            conn.finished = self._finished
             self._conn = conn
             await conn.open()
             try:
@@ -302,11 +344,18 @@ class StdioAdapter:
             conn = await self._connection()
             run = _Run(conn, self._seq, scenario, doubles)
             env = await run.go()
-        except BaseException:
+        except BaseException as exc:
             # A crash, a hang (the runner's timeout cancelled us), garbage, a wrong seq: the
             # process is in an unknown state. Kill it now; the next scenario starts a fresh one.
             conn, self._conn = self._conn, None
+            if conn is not None and isinstance(exc, Exception):
+                try:
+                    exc.lost_kernel = True  # type: ignore[attr-defined] - the circuit breaker counts it
+                except AttributeError:
+                    pass
             if conn is not None:
+                self.restarts += 1
+                self.strays += conn.take_strays()
                 with anyio.CancelScope(shield=True):
                     await conn.kill()
             raise
@@ -338,6 +387,7 @@ class StdioAdapter:
                     await conn.stop()
                 else:
                     conn.abandon()
+            self.strays += conn.take_strays()
 
 
 def _probe(command: list[str], validating: bool) -> AdapterInfo:

@@ -1,5 +1,9 @@
 """One kernel process speaking the stdio wire protocol: start, line I/O, validation, death.
 
+The kernel starts in a session (and process group) of its own: killing it kills the whole group,
+so no grandchild outlives it, and a watcher task notices the kernel's own exit (not only EOF on
+stdout, which a grandchild holding the pipe would delay forever) and then kills the group.
+
 A process is bound to the event loop that started it. A keeper task of that loop kills it when
 the loop shuts down (so no transport outlives its loop), and an ``atexit`` hook kills whatever is
 left when the harness exits. Stderr goes to a temporary file, read back for the tail shown when
@@ -50,13 +54,21 @@ class AdapterErrored(Exception):
     """The adapter program answered ``run`` with ``errored``: verdict ``error``."""
 
 
-def _kill_leftovers() -> None:
-    """At interpreter exit: no kernel process outlives the harness."""
-    for pid in list(_LIVE_PIDS):
+def kill_group(pid: int) -> None:
+    """SIGKILL the kernel's process group (it leads its own session), or the process alone."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (OSError, AttributeError):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def _kill_leftovers() -> None:
+    """At interpreter exit: no kernel process (nor its children) outlives the harness."""
+    for pid in list(_LIVE_PIDS):
+        kill_group(pid)
 
 
 atexit.register(_kill_leftovers)
@@ -93,6 +105,18 @@ class Connection:
         #: ids of our own pending requests → method (to validate their responses).
         self._ours: dict[int, str] = {}
         self._released = anyio.Event()
+        #: Our answered ``run`` requests (id → seq), the seqs whose run has ended, and messages
+        #: that arrived for an ended run (seq, what): reported against that run, never the next.
+        self.answered: dict[int, int] = {}
+        self.finished: set[int] = set()
+        self._strays: list[tuple[int, str]] = []
+
+    def stray(self, seq: int, what: str) -> None:
+        self._strays.append((seq, what))
+
+    def take_strays(self) -> list[tuple[int, str]]:
+        out, self._strays = self._strays, []
+        return out
 
     # ----------------------------------------------------------------- process
 
@@ -101,7 +125,7 @@ class Connection:
         env = dict(os.environ, AKC_PROTOCOL=str(PROTOCOL_VERSION))
         try:
             self.process = await anyio.open_process(
-                self.command, stdin=-1, stdout=-1, stderr=self.stderr_file, env=env
+                self.command, stdin=-1, stdout=-1, stderr=self.stderr_file, env=env, start_new_session=os.name == "posix"
             )
         except (FileNotFoundError, PermissionError) as exc:
             self._close_stderr()
@@ -120,13 +144,27 @@ class Connection:
         if lib == "asyncio":
             import asyncio
 
-            task = asyncio.get_running_loop().create_task(self._keep())
-            _KEEPERS.add(task)  # asyncio holds tasks weakly: a collected keeper would run its
-            task.add_done_callback(_KEEPERS.discard)  # finally inside whatever task runs the GC
+            for job in (self._keep(), self._watch_exit()):
+                task = asyncio.get_running_loop().create_task(job)
+                _KEEPERS.add(task)  # asyncio holds tasks weakly: a collected keeper would run its
+                task.add_done_callback(_KEEPERS.discard)  # finally inside whatever task runs the GC
         elif lib == "trio":
             import trio
 
             trio.lowlevel.spawn_system_task(self._keep)
+            trio.lowlevel.spawn_system_task(self._watch_exit)
+
+    async def _watch_exit(self) -> None:
+        """When the kernel process itself exits, kill its group: a grandchild still holding its
+        stdout would otherwise keep the EOF (and so the kernel's death) from ever being seen."""
+        proc = self.process
+        if proc is None:
+            return
+        try:
+            await proc.wait()
+        except BaseException:  # noqa: BLE001 - the loop is shutting down: the keeper cleans up
+            return
+        kill_group(proc.pid)
 
     async def _keep(self) -> None:
         try:
@@ -173,11 +211,7 @@ class Connection:
         proc, self.process = self.process, None
         if proc is not None:
             _LIVE_PIDS.discard(proc.pid)
-            if proc.returncode is None:
-                try:
-                    proc.kill()
-                except ProcessLookupError:
-                    pass
+            kill_group(proc.pid)
             with anyio.move_on_after(2):
                 await proc.wait()
             with anyio.move_on_after(1):
@@ -189,10 +223,7 @@ class Connection:
         proc, self.process = self.process, None
         if proc is not None:
             _LIVE_PIDS.discard(proc.pid)
-            try:
-                os.kill(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            kill_group(proc.pid)
         self._close_stderr()
 
     def _close_stderr(self) -> None:
@@ -262,7 +293,14 @@ class Connection:
         except anyio.DelimiterNotFound:
             raise WireError(f"the kernel wrote a line longer than {MAX_LINE} bytes on stdout (line {self.lines_read + 1})") from None
         self.lines_read += 1
-        text = raw.decode("utf-8", "replace").rstrip("\r")
+        try:
+            text = raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as exc:
+            bad = raw[exc.start : exc.start + 4]
+            raise WireError(
+                f"protocol error: line {self.lines_read} of the kernel's stdout is not valid UTF-8 "
+                f"(byte {bad[:1].hex()} at offset {exc.start}: {exc.reason}); JSON text must be UTF-8"
+            ) from None
         if _WIRE_LOG:
             _log_lines("←", raw + b"\n")
         try:
@@ -283,17 +321,36 @@ class Connection:
                 raise WireError(f"protocol violation (line {self.lines_read}): {exc}") from None
         return msg
 
+    def pending(self) -> str | None:
+        """What the kernel wrote on stdout without a newline yet (for a hang diagnostic)."""
+        stream = self.stdout
+        size = len(stream.buffer) if stream is not None else 0
+        if not size:
+            return None
+        return f"{size} bytes on the kernel's stdout with no newline yet (line {self.lines_read + 1} is unfinished)"
+
     async def request(self, method: str, params: dict[str, Any], during: str) -> dict[str, Any]:
         """Send a request and return its response; only for use outside a run (no callbacks)."""
         rid = self.new_id(method)
         await self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         while True:
             msg = await self.receive(during)
+            if "method" in msg and isinstance(msg.get("method"), str) and msg["method"].startswith("$/") and "id" not in msg:
+                continue
+            params = msg.get("params") if "method" in msg else None
+            seq = params.get("seq") if isinstance(params, dict) else None
+            if "method" in msg and type(seq) is int and seq in self.finished:
+                self.stray(seq, f"the kernel sent {msg.get('method')!r} (line {self.lines_read}) after it had answered this scenario's run")
+                continue
             if "method" in msg:
                 raise WireError(f"the kernel sent {msg['method']!r} while answering {method!r} (line {self.lines_read})")
             if msg.get("id") == rid:
                 self._ours.pop(rid, None)
                 return msg
+            old = self.answered.get(msg.get("id")) if isinstance(msg.get("id"), int) else None
+            if old is not None:
+                self.stray(old, f"the kernel answered its run request (id {msg.get('id')}) a second time (line {self.lines_read})")
+                continue
             raise WireError(f"the kernel answered request id {msg.get('id')!r}, expected {rid} (line {self.lines_read})")
 
     async def handshake(self) -> AdapterInfo:

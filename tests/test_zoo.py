@@ -1,0 +1,252 @@
+"""The zoo of misbehaving kernels (issue 13): each case drives ``python -m conformance run`` in a
+subprocess against one misbehaving kernel — in-process adapters in tests/zoo/inproc.py, stdio
+kernels in tests/zoo/stdio_proxy.py — and checks the exit code, that the report is written and
+valid against schemas/report.schema.json, the verdicts, and that the message names the cause.
+
+Kept fast: a few requirements per case (``--req``), small timeouts (``--timeout-scale``); every
+subprocess has a hard timeout, so a harness that hangs fails the case instead of the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
+FEW = ["--req", "LOOP-001", "--req", "TOOL-004"]
+PROXY = f"stdio:python {ROOT / 'tests' / 'zoo' / 'stdio_proxy.py'}"
+
+
+def inproc(name: str) -> str:
+    return f"tests.zoo.inproc:{name.lower()}"
+
+
+def akc(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, **(env or {}))
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full.get("PYTHONPATH", "")) if p)
+    full.pop("AKC_NO_SUPERVISOR", None)
+    full["ZOO_TEST_PID"] = str(os.getpid())  # SignalParent never signals the test runner
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", "run", *args], capture_output=True, text=True, env=full, cwd=ROOT, timeout=timeout
+    )
+
+
+def report(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    jsonschema.validate(data, SCHEMA)
+    return data
+
+
+def verdicts(data: dict[str, Any]) -> dict[str, str]:
+    return {r["id"]: r["verdict"] for r in data["requirements"]}
+
+
+def messages(data: dict[str, Any]) -> str:
+    """Every message of the report, checks and harness errors, in one text."""
+    parts = list(data["errors"])
+    for r in data["requirements"]:
+        parts += [r.get("message") or ""] + [c.get("message") or "" for c in r["checks"]]
+    return "\n".join(parts)
+
+
+def run_case(tmp_path: Path, adapter: str, *args: str, code: int, timeout: float = 60, env: dict[str, str] | None = None
+             ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    path = tmp_path / "r.json"
+    path.write_text("an earlier run's report\n")
+    out = akc("--adapter", adapter, "--json", str(path), *args, timeout=timeout, env=env)
+    assert out.returncode == code, out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    return out, report(path)
+
+
+# ----------------------------------------------------------------------------- 1. signals
+
+
+@pytest.mark.parametrize(("name", "code", "signame"), [("SignalOwnProcess", 130, "SIGINT"), ("Sigterm", 143, "SIGTERM"),
+                                                       ("SignalParent", 143, "SIGTERM")])
+def test_interrupted_run_exits_130_or_143_with_an_incomplete_report(tmp_path: Path, name: str, code: int, signame: str) -> None:
+    out, data = run_case(tmp_path, inproc(name), "--req", "DONE-001", "--req", "TOOL-004", "--req", "LOOP-001",
+                         "--junit", str(tmp_path / "r.xml"), code=code)
+    assert "conformant" not in out.stdout and "pass" not in out.stdout  # no table that looks complete
+    assert f"interrupted by {signame}" in out.stderr
+    assert data["exit_code"] == code and f"interrupted by {signame}" in data["errors"][-1]
+    assert "pass" not in set(verdicts(data).values()) - {"pass"} or "incomplete" in verdicts(data).values()
+    assert "incomplete" in verdicts(data).values()
+    assert "exit_code" in (tmp_path / "r.xml").read_text()
+
+
+# ----------------------------------------------------------------------------- 2-3. the event loop
+
+
+def test_blocked_loop_ends_the_scenario_at_its_timeout_and_says_so(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("BlocksLoop"), *FEW, "--timeout-scale", "0.2", code=1, timeout=25)
+    v = verdicts(data)
+    assert sorted(v.values()) == ["fail", "pass"]
+    text = messages(data)
+    assert "blocked the event loop: no heartbeat for" in text and "within 1 s" in text
+
+
+def test_os_exit_in_the_adapter_gives_exit_3_and_a_report_naming_it(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("OsExit"), *FEW, code=3)
+    assert "os._exit" in messages(data) and "exited with code 0" in messages(data)
+    assert "error" in verdicts(data).values() and "pass" in verdicts(data).values()
+
+
+@pytest.mark.parametrize("name", ["RaisesSystemExit", "RaisesKeyboardInterrupt"])
+def test_system_exit_or_keyboard_interrupt_in_the_adapter_is_an_error_of_that_scenario(tmp_path: Path, name: str) -> None:
+    out, data = run_case(tmp_path, inproc(name), *FEW, code=3)
+    assert sorted(verdicts(data).values()) == ["error", "pass"]  # the loop survived it
+    exc = "SystemExit" if "System" in name else "KeyboardInterrupt"
+    assert f"the adapter raised {exc}" in messages(data) and "portal is not running" not in messages(data)
+
+
+# ----------------------------------------------------------------------------- 4-5, 12. usage errors
+
+
+def _usage(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    stale = tmp_path / "stale.json"
+    stale.write_text("an earlier run's report\n")
+    out = akc(*args, "--json", str(stale), timeout=30)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert not stale.exists()  # a failed run leaves no earlier report behind
+    return out
+
+
+def test_info_raising_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    out = _usage(tmp_path, "--adapter", inproc("InfoRaises"))
+    assert "RuntimeError: info is broken" in out.stderr
+
+
+@pytest.mark.parametrize("kind", ["json-under-file", "junit-dir", "markdown-dir", "traces-file"])
+def test_unwritable_output_path_is_a_usage_error_before_running(tmp_path: Path, kind: str) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    args = {
+        "json-under-file": ["--junit", str(afile / "r.xml")],
+        "junit-dir": ["--junit", str(tmp_path) + "/"],
+        "markdown-dir": ["--markdown", str(tmp_path)],
+        "traces-file": ["--traces", str(afile)],
+    }[kind]
+    out = _usage(tmp_path, "--adapter", inproc("Wrapper"), *FEW, *args)
+    assert args[0] in out.stderr
+
+
+@pytest.mark.parametrize("adapter", [inproc("MisspeltCapability"), f"{PROXY} misspelt"])
+def test_misspelt_capability_is_a_usage_error_listing_the_known_ones(tmp_path: Path, adapter: str) -> None:
+    out = _usage(tmp_path, "--adapter", adapter)
+    assert "unknown capability" in out.stderr and "max_cost_usd" in out.stderr and "subagents" in out.stderr
+
+
+# ----------------------------------------------------------------------------- 6. process groups
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_kernel_exiting_with_a_grandchild_holding_stdout_is_a_crash_not_a_hang(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    out, data = run_case(tmp_path, f"{PROXY} grandchild", *FEW, code=3, env={"ZOO_PIDFILE": str(pidfile)})
+    assert set(verdicts(data).values()) == {"error"}
+    assert "exited with code 4" in messages(data) and "did not finish" not in messages(data)
+    pids = [int(p) for p in pidfile.read_text().split()]
+    assert len(pids) >= 2 and not [p for p in pids if _alive(p)]
+
+
+# ----------------------------------------------------------------------------- 7. slow is not hung
+
+
+def test_slow_but_progressing_kernel_is_incomplete_not_fail(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("Slow"), "--req", "BUDGET-003", "--timeout-scale", "0.1", code=3)
+    assert verdicts(data) == {"BUDGET-003": "incomplete"}
+    assert "too slow to finish" in messages(data) and "--timeout-scale" in messages(data)
+
+
+def test_circuit_breaker_stops_a_kernel_that_hangs_every_scenario(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("HangsAlways"), "--req", "DONE-001", "--req", "TOOL-003",
+                         "--timeout-scale", "0.05", "--max-hangs", "2", code=3)
+    assert "circuit breaker" in data["errors"][-1] and "2 consecutive" in data["errors"][-1]
+    assert "circuit breaker" in out.stdout + out.stderr
+    checks = [c for r in data["requirements"] for c in r["checks"]]
+    assert sum(c["message"] == "did not run" for c in checks) > 5
+
+
+# ----------------------------------------------------------------------------- 8-10, 14. the wire
+
+
+@pytest.mark.parametrize(("mode", "words"), [("duplicate", "a second time"), ("late", "after it had answered")])
+def test_stray_message_is_reported_on_its_own_scenario(tmp_path: Path, mode: str, words: str) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} {mode}", *FEW, code=3)
+    assert sorted(verdicts(data).values()) == ["error", "pass"]
+    bad = [r for r in data["requirements"] if r["verdict"] == "error"][0]
+    assert words in messages({"errors": [], "requirements": [bad]}) and "seq 1" in messages(data)
+    assert "never sent" not in messages(data)
+
+
+def test_invalid_utf8_is_a_protocol_error_naming_the_line(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} badutf8", *FEW, code=3)
+    assert "error" in verdicts(data).values()
+    assert "not valid UTF-8" in messages(data) and "line" in messages(data)
+
+
+def test_dollar_notifications_are_ignored(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} dollar", *FEW, code=0)
+    assert set(verdicts(data).values()) == {"pass"}
+
+
+def test_long_line_without_newline_says_how_many_bytes_are_pending(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} bigline", "--req", "LOOP-001", "--timeout-scale", "0.2", code=1)
+    assert verdicts(data) == {"LOOP-001": "fail"}
+    assert f"{5 * 1024 * 1024} bytes on the kernel's stdout with no newline" in messages(data)
+
+
+# ----------------------------------------------------------------------------- 11, 13. the adapter
+
+
+def test_tool_never_offered_fails_tool_004(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("CallsToolNotOffered"), "--req", "TOOL-004", code=1)
+    assert verdicts(data) == {"TOOL-004": "fail"}
+    assert "'rm_rf'" in messages(data) and "never offered" in messages(data)
+
+
+def test_adapter_mutating_the_scenario_cannot_extend_its_timeout(tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("MutatesTimeout"), "--req", "LOOP-001", "--timeout-scale", "0.2", code=3, timeout=25)
+    assert verdicts(data) == {"LOOP-001": "error"}
+    assert "changed the scenario it was given (field timeout_s)" in messages(data)
+
+
+# ----------------------------------------------------------------------------- 15. report files
+
+
+def test_report_files_follow_the_umask_and_symlinks_and_hypothesis_uses_the_run_temp_dir(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    target = tmp_path / "target.json"
+    target.write_text("an earlier run's report\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    old = os.umask(0o022)
+    try:
+        out = akc("--adapter", inproc("Wrapper"), "--req", "DONE-001", "--json", str(link), "--markdown", str(tmp_path / "r.md"),
+                  env={"TMPDIR": str(tmp)})
+    finally:
+        os.umask(old)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert link.is_symlink() and verdicts(report(target)) == {"DONE-001": "pass"}
+    assert stat.S_IMODE((tmp_path / "r.md").stat().st_mode) == 0o644
+    assert not list(tmp.iterdir())  # no akc-hypothesis folder shared by every run

@@ -53,12 +53,18 @@ def invalid_tag_problem(akc: ScenarioContext, bad: str, configured: list[str]) -
         tags = tags if isinstance(tags, list) else []
         if bad in tags:
             return f"neither refused nor dropped: {bad!r} in the TurnInfo of {where}"
+        extra = [t for t in tags if t not in configured]
+        if extra:  # e.g. the invalid tag "repaired" (Area:x taken as area:x): neither refused nor dropped
+            return f"neither refused nor dropped: {show(extra)}, never configured, in the TurnInfo of {where}"
         missing = [t for t in configured if t != bad and t not in tags]
         if missing:
             return f"dropped with valid tags: {show(missing)} missing from the TurnInfo of {where}"
     for s in akc.result.journal.sessions:
         if bad in s.tags:
             return f"neither refused nor dropped: {bad!r} among the tags of stored session {s.id}"
+        extra = [t for t in s.tags if t not in configured]
+        if extra:
+            return f"neither refused nor dropped: {show(extra)}, never configured, among the tags of stored session {s.id}"
     akc.evidence.saw(f"the invalid tag {bad!r} dropped, the valid tags kept")
     return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.selftest.registry import mutant
+from reference_kernel.adapter import ReferenceAdapter
 from reference_kernel.concurrency import concurrency_key
 from reference_kernel.kernel import Kernel
 
@@ -245,3 +246,17 @@ class EmptyAnswerNotDone(Kernel):
 
     def _done_check(self, tool_calls: list[dict[str, Any]]) -> bool:  # type: ignore[override]
         return not tool_calls and bool(self.__dict__.get("_text"))
+
+
+@mutant("CONC-008", profile="kernel")
+class InteractiveSpecHonoured(ReferenceAdapter):
+    """Accepts a ConcurrencySpec declared on an interactive tool and schedules its calls by it (as a
+    data source), so two interactive calls run at once. Refusing the declaration or ignoring it are
+    both legal (reading interactive-concurrency-spec); honouring it is not."""
+
+    async def run(self, scenario: Any, doubles: Any) -> Any:
+        scenario = scenario.model_copy(deep=True)
+        for tool in scenario.tools:
+            if tool.kind == "interactive" and tool.concurrency is not None:
+                tool.kind = "data_source"
+        return await super().run(scenario, doubles)

@@ -32,13 +32,6 @@ def _uuid7_no_counter_factory(clock):
     return make
 
 
-@mutant(["IDENT-006"], "several ids created within the same millisecond (frozen/injected clock)", ids_factory=_uuid7_no_counter_factory)
-class AIdsNotMonotonic(CommonAgent):
-    """Seed 001: "IDs are UUID v7, so they sort by creation time." The mutant's UUID v7 fills rand_a with random
-    bits (no monotonic counter), so ids made in the same millisecond sort randomly. Realistic: the naive
-    UUIDv7 recipe."""
-
-
 async def _child_turn(self, c, t, span, fix):
     refused = self._child_allowed(t.turn.depth)
     if refused:

@@ -165,19 +165,3 @@ class KResourcesAppliedSerially(Kernel):
                 run.token.check()
 
 
-class KInteractiveSpecAccepted(ReferenceAdapter):
-    """Seed 003: "ConcurrencySpec MUST NOT even be declared for an interactive operation". The mutant
-    accepts such a tool definition and silently drops the spec instead of refusing it. Realistic:
-    lenient config loading."""
-
-    PROFILE = "kernel"
-
-    async def run(self, scenario, doubles):
-        scenario = scenario.model_copy(deep=True)
-        for t in scenario.tools:
-            if t.kind == "interactive":
-                t.concurrency = None
-        return await super().run(scenario, doubles)
-
-
-mutant(["CONC-008"], "an interactive tool declaring a ConcurrencySpec")(KInteractiveSpecAccepted)

@@ -281,6 +281,9 @@ class CancelAt(_Model):
     point: str | None = None
     occurrence: int = 0
     call_id: str | None = None
+    #: tool: cancel when the first of these calls starts, whichever it is (calls that run one at a
+    #: time in an order the seeds leave open; reading sequential-order).
+    call_ids: list[str] = Field(default_factory=list)
     #: Which user message's turn to cancel.
     message: int = 0
 

@@ -338,7 +338,9 @@ class HarnessDoubles:
         end: dict[str, Any] = {"cancelled": True}
         try:
             cancel = self.scenario.cancel
-            if cancel is not None and cancel.at == "tool" and cancel.call_id == call_id:
+            if cancel is not None and cancel.at == "tool" and not self._cancelled and (
+                cancel.call_id == call_id or call_id in cancel.call_ids
+            ):
                 await self._cancel({"at": "tool", "call_id": call_id})
             if tool is None:
                 self.log.add("unknown_tool", call_id=call_id, name=name)

@@ -688,6 +688,12 @@ def given_cancel_tool(akc: ScenarioContext, call_id: str) -> None:
     akc.merge({"cancel": {"at": "tool", "call_id": call_id}})
 
 
+@given(parsers.re(r'the turn is cancelled when the first of the calls "(?P<ids>[^"]+)" starts$'))
+def given_cancel_first_tool(akc: ScenarioContext, ids: str) -> None:
+    """Cancel the turn when the first of these calls starts, whichever the kernel starts first."""
+    akc.merge({"cancel": {"at": "tool", "call_ids": split_ids(ids)}})
+
+
 # ========================================================================== When
 
 

@@ -132,3 +132,19 @@ def then_cancelled_stream_not_stored(akc: ScenarioContext) -> None:
             raise ConformanceFailure(
                 "stored messages", f"nothing of cancelled model call {int(index) + 1}", f"{project(m)!r} holds {show(kept)}"
             )
+
+
+@then(parsers.re(r'only one of the calls "(?P<ids>[^"]+)" ran$'))
+def stop_then_only_one_ran(akc: ScenarioContext, ids: str) -> None:
+    """The calls run one at a time in an order the seeds leave open (reading sequential-order): the
+    cancel came when the first of them started, so none of the others may start after it."""
+    from conformance.steps.common import split_ids
+
+    wanted = split_ids(ids)
+    for cid in wanted:
+        akc.require_call_served(cid)
+    started = [e["call_id"] for e in akc.tool_starts() if e["call_id"] in wanted]
+    akc.evidence.require("a cancel when the first of the calls started", akc.events("cancel"))
+    if len(started) != 1:
+        raise ConformanceFailure(f"calls {', '.join(wanted)} that started", "exactly one (the cancel came as it started)", started)
+    akc.evidence.saw(f"only {started[0]} of {', '.join(wanted)} ran")

@@ -20,17 +20,24 @@ from conformance.steps.ident import message_turn, normal_turn, stored_turn, turn
 
 
 def _window(akc: ScenarioContext, call_id: str) -> tuple[int, int]:
-    """(seq of the pre_tool_call dispatch, seq of the post_tool_call dispatch) of this call."""
+    """(seq of the pre_tool_call dispatch, seq of the post_tool_call dispatch) of this call.
+
+    pre_tool_call names its call (000 gives its arguments); post_tool_call's payload is free
+    (reading post-tool-call-payload): when it names no call, the parent's post_tool_call is the
+    first one after the pre_tool_call that carries the parent turn's TurnInfo."""
     pre = post = None
+    parent_turn_id = None
     for e in akc.hook_dispatches():
         payload = e.get("payload")
         cid = payload.get("call_id") if isinstance(payload, dict) else None
-        if cid != call_id:
-            continue
-        if e["point"] == "pre_tool_call" and pre is None:
+        if e["point"] == "pre_tool_call" and pre is None and cid == call_id:
             pre = e["seq"]
+            parent_turn_id = (normal_turn(e.get("turn")) or {}).get("turn_id")
         elif e["point"] == "post_tool_call" and pre is not None and post is None:
-            post = e["seq"]
+            if cid == call_id:
+                post = e["seq"]
+            elif cid is None and parent_turn_id is not None and (normal_turn(e.get("turn")) or {}).get("turn_id") == parent_turn_id:
+                post = e["seq"]
     if pre is None or post is None:
         raise ConformanceFailure(
             f"the delegation call {call_id}",

@@ -148,13 +148,15 @@ def _uuid4(clock: Callable[[], float]) -> Callable[[], str]:
 
 
 def _v7_descending(clock: Callable[[], float]) -> Callable[[], str]:
+    """The timestamp field counts down as the clock goes on (a sign slip): an id made in a later
+    millisecond sorts first. (Within one millisecond any order is legal: uuid7-same-millisecond.)"""
     counter = iter(range(0xFFF, 0, -1))
-    return lambda: str(_build(1_700_000_000_000, next(counter), uuid.uuid4().int))
+    return lambda: str(_build((1 << 48) - 1 - int(clock() * 1000), next(counter), uuid.uuid4().int))
 
 
 flag("mutant", "uuid_v4_ids", __name__, "Session and turn ids are UUID v4.", breaks="IDENT-005", profile=CA,
      also_expected=("IDENT-006",), ids_factory=_uuid4)
-flag("mutant", "v7_ids_counting_down", __name__, "UUID v7 ids whose counter runs down, so later ids sort first.",
+flag("mutant", "v7_ids_counting_down", __name__, "UUID v7 ids whose timestamp runs down, so ids made later sort first.",
      breaks="IDENT-006", profile=CA, ids_factory=_v7_descending)
 
 

@@ -18,24 +18,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-#: Modules that each define ``register(app)``; imported only when the command line runs.
-COMMAND_MODULES = (
-    "conformance.cli.catalog",
-    "conformance.cli.readings",
-    "conformance.cli.run",
-    "conformance.cli.smoke",
-    "conformance.cli.selftest",
-    "conformance.cli.trace",
-    "conformance.cli.model_server",
-    "conformance.cli.matrix",
-    "conformance.cli.book",
-)
-#: Which module defines each command: ``akc run ...`` imports only conformance.cli.run (the
-#: others pull in rich tables, the catalog and the selftest machinery for nothing).
+#: Which module defines each command (each module has ``register(app)``): ``akc run ...`` imports
+#: only conformance.cli.run (the others pull in rich tables, the catalog and the selftest machinery
+#: for nothing). The one table of commands.
 COMMANDS = {
     "list": "conformance.cli.catalog",
     "show": "conformance.cli.catalog",
     "schemas": "conformance.cli.catalog",
+    "readings": "conformance.cli.readings",
     "run": "conformance.cli.run",
     "smoke": "conformance.cli.smoke",
     "selftest": "conformance.cli.selftest",
@@ -44,6 +34,8 @@ COMMANDS = {
     "matrix": "conformance.cli.matrix",
     "book": "conformance.cli.book",
 }
+#: The command modules, each once, in the order of the table.
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 #: Flags people try from other tools, and the one that does the job here.
 SYNONYMS = {"--kernel": "--adapter", "--expected-failures": "--expect", "--version": "akc --version"}
 

@@ -63,28 +63,28 @@ Feature: Instrumentation of the turn (003)
     When the kernel runs
     Then the trace has one "veto_chain" span per veto chain run
 
-  @SPAN-001 @cap_injectable_clock
+  @SPAN-001 @cap_live_clock
   Scenario: Each turn span encloses the model calls of its turn (spans timed with the harness clock)
     Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every model call lies inside a "turn" span
 
-  @SPAN-002 @cap_injectable_clock
+  @SPAN-002 @cap_live_clock
   Scenario: Each model_call span encloses its request and the whole stream (spans timed with the harness clock)
     Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every model call lies inside a "model_call" span
 
-  @SPAN-003 @cap_injectable_clock
+  @SPAN-003 @cap_live_clock
   Scenario: Each tool call runs inside a tool span (spans timed with the harness clock)
     Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every tool call lies inside a "tool" span
 
-  @SPAN-004 @cap_injectable_clock
+  @SPAN-004 @cap_live_clock
   Scenario: Each plan-ready dispatch happens inside a veto_chain span (spans timed with the harness clock)
     Given the clock advances at every event
     And the model answers "final answer"

@@ -56,7 +56,7 @@ from reference_kernel.records import TurnInfo
 from reference_kernel.spans import MemorySpanRecorder
 from reference_kernel.tags import merge_tags
 
-CAPABILITIES = ["max_cost_usd", "max_wall_clock_s", "soft_limits", "subagents", "injectable_clock"]
+CAPABILITIES = ["max_cost_usd", "max_wall_clock_s", "soft_limits", "subagents", "injectable_clock", "live_clock"]
 
 
 class HookRaised(Exception):

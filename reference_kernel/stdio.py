@@ -161,6 +161,10 @@ class Server:
             )
             return
         info = ReferenceAdapter.info.model_dump(mode="json")
+        # Over the wire the clock is computed from scenario.clock here, not read live from the
+        # harness: the live_clock capability is not offered.
+        info["capabilities"] = [c for c in info["capabilities"] if c != "live_clock"]
+        info.get("mechanisms", {}).pop("live_clock", None)
         self.respond(msg.get("id"), {"protocol": PROTOCOL_VERSION, "info": info})
 
     async def _run(self, msg: dict[str, Any]) -> None:

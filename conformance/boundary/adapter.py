@@ -56,6 +56,10 @@ CAPABILITIES: tuple[str, ...] = (
     "soft_limits",
     "subagents",
     "injectable_clock",
+    # The kernel reads the harness clock at every reading (in-process: doubles.now), so its spans
+    # can be timed against what the harness observed; a kernel over stdio computes scenario.clock
+    # itself and cannot offer it.
+    "live_clock",
     "doom_loop_llm_check",
     "weighted_tokens",
     "pipelining",

@@ -28,7 +28,11 @@ def mutant(ids: list[str], shape: str, **adapter_kwargs: Any) -> Callable[[type]
 
     def register(cls: type) -> type:
         doc = " ".join((cls.__doc__ or cls.__name__).split())
-        entry = add_mutant(cls, snake(cls.__name__), list(ids), f"{doc} [blind; needs: {shape}]", **adapter_kwargs)
+        profile = getattr(cls, "PROFILE", None)  # an adapter-level mutant names the profile it changes
+        entry = add_mutant(
+            cls, snake(cls.__name__), list(ids), f"{doc} [blind; needs: {shape}]",
+            profile=profile if profile in ("kernel", "commonagent") else None, **adapter_kwargs,
+        )
         setattr(sys.modules[cls.__module__], entry.name, entry.make)
         return cls
 

@@ -93,6 +93,13 @@ KERNELS: list[KernelEntry] = [
         description="smolagents `ToolCallingAgent` with a `Model` subclass",
     ),
     KernelEntry(
+        name="langchain",
+        adapter="conformance.adapters.langchain:factory",
+        probe="langchain.agents",
+        profile="kernel",
+        description="langchain 1.5 `create_agent` (langgraph) with a `BaseChatModel` subclass and middleware",
+    ),
+    KernelEntry(
         name="hermes",
         adapter="conformance.adapters.hermes:factory",
         probe="run_agent",

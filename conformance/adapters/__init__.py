@@ -100,6 +100,13 @@ KERNELS: list[KernelEntry] = [
         description="langchain 1.5 `create_agent` (langgraph) with a `BaseChatModel` subclass and middleware",
     ),
     KernelEntry(
+        name="strands-agents",
+        adapter="conformance.adapters.strands:factory",
+        probe="strands",
+        profile="kernel",
+        description="strands-agents 1.62 `Agent.invoke_async` with a `Model` subclass, hooks and middleware",
+    ),
+    KernelEntry(
         name="hermes",
         adapter="conformance.adapters.hermes:factory",
         probe="run_agent",

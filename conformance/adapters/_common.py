@@ -194,3 +194,44 @@ async def run_messages(scenario: Scenario, doubles: Doubles, run_one: RunOne) ->
             raise bug from None
         raise
     return run.result()
+
+
+class OtelSpans:
+    """A framework's own OpenTelemetry spans, exported in memory: one provider per process, set
+    before the framework makes its tracer (strands-agents, google-adk)."""
+
+    exporter: Any = None
+
+    @classmethod
+    def install(cls) -> Any:
+        if cls.exporter is None:
+            from opentelemetry import trace
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+            cls.exporter = InMemorySpanExporter()
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(cls.exporter))
+            trace.set_tracer_provider(provider)
+        return cls.exporter
+
+    @classmethod
+    @contextmanager
+    def marker(cls, trace_ids: set[int]) -> Iterator[None]:
+        """An ``akc.message`` span around one run, only to tell its trace apart from others'."""
+        from opentelemetry import trace
+
+        with trace.get_tracer("akc").start_as_current_span("akc.message") as outer:
+            trace_ids.add(outer.get_span_context().trace_id)
+            yield
+
+    @classmethod
+    def spans(cls, trace_ids: set[int], kind: Callable[[str], str]) -> list[Any]:
+        from conformance.boundary.adapter import Span
+
+        return [
+            Span(span_id=f"{s.context.span_id:016x}", parent_id=f"{s.parent.span_id:016x}" if s.parent else None, name=s.name,
+                 kind=kind(s.name), start=s.start_time / 1e9 if s.start_time else None, end=s.end_time / 1e9 if s.end_time else None)
+            for s in cls.exporter.get_finished_spans() if s.context.trace_id in trace_ids and s.name != "akc.message"
+        ]

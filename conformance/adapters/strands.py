@@ -55,8 +55,8 @@ import uuid
 from importlib import metadata
 from typing import Any
 
-from conformance.adapters._common import Hooks, Run, Session, mapping, mapping_code, parse_args, run_messages, tool_spec
-from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, Span, ToolFailed
+from conformance.adapters._common import Hooks, OtelSpans, Run, Session, mapping, mapping_code, parse_args, run_messages, tool_spec
+from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
 from conformance.boundary.scenario import Scenario, ToolDef
 
 _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_strands_turn")
@@ -170,43 +170,16 @@ def stream_events(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- tracing
 
 
-class _Tracing:
-    """strands' OpenTelemetry spans, exported in memory (one provider per process)."""
-
-    exporter: Any = None
-
-    @classmethod
-    def install(cls) -> Any:
-        if cls.exporter is None:
-            from opentelemetry import trace
-            from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-            cls.exporter = InMemorySpanExporter()
-            provider = TracerProvider()
-            provider.add_span_processor(SimpleSpanProcessor(cls.exporter))
-            trace.set_tracer_provider(provider)
-        return cls.exporter
-
-    @staticmethod
-    def spans(finished: Any, trace_ids: set[int]) -> list[Span]:
-        def kind(name: str) -> str:
-            if name.startswith("invoke_agent"):
-                return "session"
-            if name == "execute_event_loop_cycle":
-                return "turn"
-            if name == "chat":
-                return "model_call"
-            if name.startswith("execute_tool"):
-                return "tool"
-            return "other"
-
-        return [
-            Span(span_id=f"{s.context.span_id:016x}", parent_id=f"{s.parent.span_id:016x}" if s.parent else None, name=s.name,
-                 kind=kind(s.name), start=s.start_time / 1e9 if s.start_time else None, end=s.end_time / 1e9 if s.end_time else None)
-            for s in finished if s.context.trace_id in trace_ids
-        ]
+def span_kind(name: str) -> str:
+    if name.startswith("invoke_agent"):
+        return "session"
+    if name == "execute_event_loop_cycle":
+        return "turn"
+    if name == "chat":
+        return "model_call"
+    if name.startswith("execute_tool"):
+        return "tool"
+    return "other"
 
 
 # --------------------------------------------------------------------------- the adapter
@@ -257,14 +230,12 @@ class StrandsAdapter:
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
-        exporter = _Tracing.install()
+        OtelSpans.install()
         agents: dict[str, Any] = {}
         host_cancelled: set[int] = set()
         trace_ids: set[int] = set()
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
-            from opentelemetry import trace
-
             _turn.set(run.turn(session, index))
             agent = agents.get(session.id)
             if agent is None:
@@ -276,9 +247,7 @@ class StrandsAdapter:
 
             doubles.register_canceller(index, cancel)
             limits = {"turns": scenario.bounds.max_turns} if scenario.bounds.max_turns is not None else None
-            tracer = trace.get_tracer("akc")
-            with tracer.start_as_current_span("akc.message") as outer:  # only to find this run's trace
-                trace_ids.add(outer.get_span_context().trace_id)
+            with OtelSpans.marker(trace_ids):
                 try:
                     result = await agent.invoke_async(text, limits=limits)
                 finally:
@@ -292,7 +261,7 @@ class StrandsAdapter:
             return Outcome(message=index, session_id=session.id, status=status, subtype=subtype, reply=reply)
 
         result = await run_messages(scenario, doubles, run_one)
-        result.spans = [s for s in _Tracing.spans(exporter.get_finished_spans(), trace_ids) if s.name != "akc.message"]
+        result.spans = OtelSpans.spans(trace_ids, span_kind)
         return result
 
     def _build(self, scenario: Scenario, doubles: Doubles) -> Any:
@@ -413,7 +382,7 @@ class StrandsAdapter:
 
 def factory() -> StrandsAdapter:
     try:  # set the in-memory span exporter up before strands makes its tracer
-        _Tracing.install()
+        OtelSpans.install()
     except ImportError:  # the framework's env is not this one: the matrix lists it so
         pass
     return StrandsAdapter()

@@ -107,6 +107,13 @@ KERNELS: list[KernelEntry] = [
         description="strands-agents 1.62 `Agent.invoke_async` with a `Model` subclass, hooks and middleware",
     ),
     KernelEntry(
+        name="google-adk",
+        adapter="conformance.adapters.google_adk:factory",
+        probe="google.adk",
+        profile="kernel",
+        description="google-adk 2.13 `Runner.run_async` over an `LlmAgent` with a `BaseLlm` subclass and callbacks",
+    ),
+    KernelEntry(
         name="hermes",
         adapter="conformance.adapters.hermes:factory",
         probe="run_agent",

@@ -196,6 +196,21 @@ def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
     return LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=meta, partial=False, turn_complete=True)
 
 
+#: The boundary's model params ↔ GenerateContentConfig fields.
+PARAMS = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k", "max_tokens": "max_output_tokens", "seed": "seed", "stop": "stop_sequences"}
+
+
+@mapping_code
+def params_of(config: Any) -> dict[str, Any]:
+    return {ours: getattr(config, theirs) for ours, theirs in PARAMS.items() if config is not None and getattr(config, theirs, None) is not None}
+
+
+@mapping_code
+def set_params(config: Any, params: dict[str, Any]) -> None:
+    for ours, theirs in PARAMS.items():
+        setattr(config, theirs, params.get(ours))
+
+
 def span_kind(name: str) -> str:
     if name.startswith("invoke_agent"):
         return "session"
@@ -299,7 +314,7 @@ class GoogleAdkAdapter:
             async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
                 with mapping("the model request"):
                     request = {"messages": to_canonical(list(llm_request.contents), system_of(llm_request.config)),
-                               "tools": specs_of(llm_request.config), "params": {}}
+                               "tools": specs_of(llm_request.config), "params": params_of(llm_request.config)}
                 chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
                 yield response_from_chunks(chunks)
 
@@ -340,7 +355,7 @@ class GoogleAdkAdapter:
 
             if replaced and isinstance(assembled, dict):
                 put_history(assembled.get("history"))
-            payload = {"payload": assembled, "tool_specs": specs_of(llm_request.config), "params": {}}
+            payload = {"payload": assembled, "tool_specs": specs_of(llm_request.config), "params": params_of(llm_request.config)}
             out, replaced = await hooks.chain("pre-model-call", payload, turn)
             if replaced and isinstance(out, dict):
                 inner = out.get("payload") if isinstance(out.get("payload"), dict) else {}
@@ -348,6 +363,8 @@ class GoogleAdkAdapter:
                     put_history(inner["history"])
                 if isinstance(out.get("tool_specs"), list):
                     llm_request.config.tools = specs_to_tools(out["tool_specs"])
+                if isinstance(out.get("params"), dict):
+                    set_params(llm_request.config, out["params"])
             return None
 
         async def after_model(callback_context: Any, llm_response: Any) -> Any:

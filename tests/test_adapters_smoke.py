@@ -124,6 +124,22 @@ FRAMEWORKS = [
             "BOUND-008": Confirmed("fail", "google/adk/agents/invocation_context.py:78-94"),
         },
     ),
+    Framework(
+        "strands-agents",
+        "strands",
+        "conformance.adapters.strands:factory",
+        smoke={"DONE-001": "pass", "LOOP-013": "pass", "TOOL-003": "pass", "CONC-001": "pass"},
+        confirmed={
+            # Limits are checked at the top of the next cycle: a stop event, no exception...
+            "BOUND-008": Confirmed("pass", "strands/event_loop/event_loop.py:241-251; strands/types/agent.py:150-178"),
+            # ...and no model call: no final tool-less turn.
+            "BOUND-010": Confirmed("fail", "strands/event_loop/event_loop.py:241-251"),
+            # cancel(after_current_tools=True) lets the batch finish, then the loop stops.
+            "DONE-004": Confirmed("pass", "strands/agent/agent.py:647-703; strands/event_loop/event_loop.py:1030-1043"),
+            # SequentialToolExecutor runs the calls one after the other.
+            "CONC-007": Confirmed("pass", "strands/tools/executors/sequential.py:50-64"),
+        },
+    ),
 ]
 
 

@@ -197,24 +197,33 @@ async def run_messages(scenario: Scenario, doubles: Doubles, run_one: RunOne) ->
 
 
 class OtelSpans:
-    """A framework's own OpenTelemetry spans, exported in memory: one provider per process, set
-    before the framework makes its tracer (strands-agents, google-adk)."""
+    """A framework's own OpenTelemetry spans, collected in memory per trace (one provider per
+    process, set before the framework makes its tracer: strands-agents, google-adk). A run takes
+    its traces' spans away, so nothing accumulates across scenarios."""
 
-    exporter: Any = None
+    by_trace: dict[int, list[Any]] | None = None
 
     @classmethod
-    def install(cls) -> Any:
-        if cls.exporter is None:
+    def install(cls) -> None:
+        if cls.by_trace is None:
             from opentelemetry import trace
             from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-            cls.exporter = InMemorySpanExporter()
+            by_trace: dict[int, list[Any]] = {}
+
+            class Collect(SpanExporter):
+                def export(self, spans: Any) -> Any:
+                    for span in spans:
+                        by_trace.setdefault(span.context.trace_id, []).append(span)
+                    return SpanExportResult.SUCCESS
+
+                def shutdown(self) -> None: ...
+
             provider = TracerProvider()
-            provider.add_span_processor(SimpleSpanProcessor(cls.exporter))
+            provider.add_span_processor(SimpleSpanProcessor(Collect()))
             trace.set_tracer_provider(provider)
-        return cls.exporter
+            cls.by_trace = by_trace
 
     @classmethod
     @contextmanager
@@ -230,7 +239,7 @@ class OtelSpans:
     def spans(cls, trace_ids: set[int], kind: Callable[[str], str]) -> list[Any]:
         from conformance.boundary.adapter import Span
 
-        finished = [s for s in cls.exporter.get_finished_spans() if s.context.trace_id in trace_ids]
+        finished = [s for t in trace_ids for s in (cls.by_trace or {}).pop(t, [])]
         markers = {s.context.span_id for s in finished if s.name == "akc.message"}  # the framework's root spans hang off these
         return [
             Span(span_id=f"{s.context.span_id:016x}", parent_id=f"{s.parent.span_id:016x}" if s.parent and s.parent.span_id not in markers else None,

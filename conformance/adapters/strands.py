@@ -16,7 +16,8 @@ What maps to what:
 * ``context-assemble``, ``pre-model-call`` and ``post-model-response`` → an ``InvokeModelStage``
   middleware (``Agent.add_middleware``, ``middleware/stages.py:38-112``): it runs the first two
   chains before the model, passes a replaced history / request on in the stage context (what the
-  model gets), and re-yields a replaced message as the stage's ``ModelStopReason`` (what is stored
+  model gets; replaced params are a model with that config in ``context.model``, which the stage's
+  terminal streams, ``event_loop/event_loop.py:780``), and re-yields a replaced message as the stage's ``ModelStopReason`` (what is stored
   and acted on). strands' ``BeforeModelCallEvent`` / ``AfterModelCallEvent`` could only cancel or
   retry (``hooks/events.py:343-344, 400-401``), hence the middleware.
 * ``pre-tool-call`` → ``BeforeToolCallEvent`` and ``post-tool-call`` → ``AfterToolCallEvent``
@@ -55,11 +56,15 @@ import uuid
 from importlib import metadata
 from typing import Any
 
+import anyio
+
 from conformance.adapters._common import Hooks, OtelSpans, Run, Session, mapping, mapping_code, parse_args, run_messages, tool_spec
 from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
 from conformance.boundary.scenario import Scenario, ToolDef
 
 _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_strands_turn")
+#: How often the provider looks at strands' cancel signal (a threading.Event), as Bedrock's does.
+CANCEL_POLL_S = 0.01
 
 
 def _version() -> str:
@@ -194,7 +199,7 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "BeforeInvocationEvent"),
     "context-assemble": _m("native", "InvokeModelStage middleware (context.messages)", "no budget: strands hands the stage no turn count or cost"),
-    "pre-model-call": _m("native", "InvokeModelStage middleware (context.messages / tool_specs / system_prompt)"),
+    "pre-model-call": _m("native", "InvokeModelStage middleware (context.messages / tool_specs / system_prompt / model)"),
     "post-model-response": _m("native", "InvokeModelStage middleware (the stage's ModelStopReason)"),
     "pre-tool-call": _m("native", "BeforeToolCallEvent"),
     "post-tool-call": _m("native", "AfterToolCallEvent"),
@@ -278,18 +283,46 @@ class StrandsAdapter:
         holder: dict[str, Any] = {}
 
         class ScriptedModel(Model):
-            def update_config(self, **config: Any) -> None: ...
+            """The harness's scripted model as a strands provider: its config holds the request's
+            params; like strands' Bedrock provider it polls ``cancel_signal`` and ends the stream
+            without ``messageStop`` when a call in flight is cancelled (``models/bedrock.py:139-146,
+            1576-1592``; ``event_loop/streaming.py:502-511`` reports that as ``cancelled``)."""
+
+            def __init__(self, **config: Any) -> None:
+                self.config = {"model_id": scenario.model.name, **config}
+
+            def update_config(self, **config: Any) -> None:
+                self.config.update(config)
 
             def get_config(self) -> Any:
-                return {"model_id": scenario.model.name}
+                return self.config
+
+            def params(self) -> dict[str, Any]:
+                return {k: v for k, v in self.config.items() if k != "model_id"}
 
             def structured_output(self, *args: Any, **kwargs: Any) -> Any:
                 raise NotImplementedError("not used by the scenarios")
 
-            async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None, **kwargs: Any) -> Any:
+            async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None, *,
+                             cancel_signal: Any = None, **kwargs: Any) -> Any:
                 with mapping("the model request"):
-                    request = {"messages": to_canonical(list(messages), system_prompt), "tools": specs_of(tool_specs), "params": {}}
-                chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
+                    request = {"messages": to_canonical(list(messages), system_prompt), "tools": specs_of(tool_specs), "params": self.params()}
+                chunks: list[dict[str, Any]] = []
+                done = False
+                async with anyio.create_task_group() as tg:
+                    async def poll() -> None:
+                        while cancel_signal is not None and not cancel_signal.is_set():
+                            await anyio.sleep(CANCEL_POLL_S)
+                        tg.cancel_scope.cancel()
+
+                    if cancel_signal is not None:
+                        tg.start_soon(poll)
+                    async for chunk in doubles.model_stream(request, _turn.get()):
+                        chunks.append(chunk)
+                    done = True
+                    tg.cancel_scope.cancel()
+                if not done:  # aborted in flight: no messageStop, as strands' own providers do
+                    return
                 with mapping("the model response"):
                     events = stream_events(chunks)
                 for event in events:
@@ -303,7 +336,7 @@ class StrandsAdapter:
                 with mapping("the replaced history"):
                     messages, system = from_canonical(assembled.get("history"))
                     context = dataclasses.replace(context, messages=messages, system_prompt=system)
-            payload = {"payload": assembled, "tool_specs": specs_of(context.tool_specs), "params": {}}
+            payload = {"payload": assembled, "tool_specs": specs_of(context.tool_specs), "params": context.model.params()}
             out, replaced = await hooks.chain("pre-model-call", payload, turn)
             if replaced and isinstance(out, dict):
                 with mapping("the replaced request"):
@@ -313,6 +346,8 @@ class StrandsAdapter:
                         context = dataclasses.replace(context, messages=messages, system_prompt=system)
                     if isinstance(out.get("tool_specs"), list):
                         context = dataclasses.replace(context, tool_specs=specs_from(out["tool_specs"]))
+                    if isinstance(out.get("params"), dict):  # the stage calls ctx.model (event_loop.py:780)
+                        context = dataclasses.replace(context, model=ScriptedModel(**out["params"]))
             async for event in next_fn(context):
                 if isinstance(event, ModelStopReason):
                     with mapping("the model response"):

@@ -18,7 +18,8 @@ What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
   raises or is cancelled).
 * ``context-assemble`` and ``pre-model-call`` → ``awrap_model_call``: both chains run before the
   handler; a replaced history / request is passed on with ``ModelRequest.override`` and is what the
-  model gets. ``budget.turns_used`` is ``ModelCallLimitMiddleware``'s ``run_model_call_count``
+  model gets (the handler calls the model with the request's messages, system message and tools:
+  ``factory.py:1554-1568``). ``budget.turns_used`` is ``ModelCallLimitMiddleware``'s ``run_model_call_count``
   (present when a turn bound is set; the framework counts nothing otherwise).
 * ``post-model-response`` → the same ``awrap_model_call`` after the handler: a replaced message is
   returned as the ``ModelResponse``, so it is what is stored and routed on.
@@ -27,10 +28,11 @@ What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
 * The policy precheck → the same ``awrap_tool_call``: a denied data-source or interactive call
   returns an error ``ToolMessage`` without calling the handler (the documented short-circuit).
 * ``terminates_turn`` → ``StructuredTool(return_direct=True)``: the loop ends after the tools node
-  when every executed call was return_direct (``factory.py:2086-2099``).
+  only when every executed call was return_direct (``factory.py:2086-2099``): DONE-004 fails.
 * ``max_turns`` → ``ModelCallLimitMiddleware(run_limit=N)`` (default ``exit_behavior="end"``):
   before call N+1 it jumps to the end with its own ``AIMessage`` "Model call limits exceeded: ..."
-  (``middleware/model_call_limit.py:166-208``). That message is langchain's report of the bound;
+  (``middleware/model_call_limit.py:131, 185-208``): the N-th turn's tools run (BOUND-002 passes), no
+  exception (BOUND-008 passes), no final model call (BOUND-010 fails). That message is langchain's report of the bound;
   the outcome's subtype is ``error_max_turns`` when the run ended on it. ``recursion_limit``
   (set to 9 999 by ``create_agent``, ``factory.py:1900-1902``) is left at langchain's default.
 * Spans → a ``BaseTracer`` on the run's callbacks (the LangSmith run tree): ``llm``/``chat_model``

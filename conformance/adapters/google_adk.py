@@ -18,14 +18,16 @@ What maps to what (the ``LlmAgent`` callbacks):
   ``LlmRequest`` ("Callback can mutate the request", ``agents/llm_agent.py:494-507``): a replaced
   history / request is written into ``llm_request.contents`` / ``config``.
 * ``post-model-response`` → ``after_model_callback``: a returned ``LlmResponse`` replaces the
-  model's (``flows/llm_flows/core/_finalizer.py:300-320``).
+  model's (``flows/llm_flows/core/_finalizer.py:300-320``: LOOP-005 passes).
 * ``pre-tool-call`` → ``before_tool_callback`` and ``post-tool-call`` → ``after_tool_callback``.
 * The policy precheck → the same ``before_tool_callback``: returning a dict answers the call
   without running the tool (``flows/llm_flows/tools/_caller.py:505-524``).
 * ``terminates_turn`` → ``tool_context.actions.skip_summarization = True``: the function-response
-  event is a final response and the loop stops (``events/event.py:286-296``).
+  event is a final response and the loop stops (``events/event.py:286-296``,
+  ``flows/llm_flows/base_llm_flow.py:306``: DONE-002 passes).
 * ``max_turns`` → ``RunConfig.max_llm_calls``: call N+1 raises ``LlmCallsLimitExceededError``
-  (``agents/invocation_context.py:78-94``), reported as raised.
+  (``agents/invocation_context.py:78-94``), reported as raised: BOUND-008 fails. ADK's default is
+  500 calls (``agents/run_config.py:39``, ``ADK_MAX_LLM_CALLS``).
 * Spans → ADK's OpenTelemetry spans exported in memory: ``invoke_agent`` is the session span,
   ``generate_content`` the model call, ``execute_tool`` the tool; ``invocation`` and ``call_llm``
   are ``other``.

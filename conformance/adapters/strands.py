@@ -27,13 +27,15 @@ What maps to what:
 * Tool scheduling → strands' executors: ``ConcurrentToolExecutor`` (the default); an agent whose
   scenario registers an interactive tool gets ``SequentialToolExecutor`` (the executor is per agent,
   so that is a user's only way to keep interactive calls one at a time; every call then runs one at
-  a time).
+  a time: ``tools/executors/sequential.py:50-64``, CONC-007 passes).
 * ``max_turns`` → ``invoke_async(limits={"turns": N})``: checked at the top of each loop iteration,
   so the N-th turn's tools run and the loop ends with ``stop_reason="limit_turns"``
-  (``types/agent.py:150-178``), reported as subtype ``error_max_turns``.
+  (``types/agent.py:150-178``; ``event_loop/event_loop.py:241-251``: a stop event, no exception —
+  BOUND-008 passes — and no model call — BOUND-010 fails), reported as subtype ``error_max_turns``.
 * ``terminates_turn`` → the tool calls ``agent.cancel(after_current_tools=True)`` after it ran,
   exactly what strands' vended ``stop`` tool does (``vended_tools/stop/stop.py``): the batch's other
-  tools finish, then the loop exits with ``stop_reason="cancelled"`` and no further model call. That
+  tools finish, then the loop exits with ``stop_reason="cancelled"`` and no further model call
+  (``agent/agent.py:647-703``, ``event_loop/event_loop.py:1030-1043``: DONE-004 passes). That
   stop is reported as ``success`` (strands' graceful completion); a host cancellation as ``cancelled``.
 * Spans → strands' OpenTelemetry tracer (``telemetry/tracer.py``) exported in memory:
   ``invoke_agent`` is the session span, ``execute_event_loop_cycle`` the turn, ``chat`` the model

@@ -92,11 +92,62 @@ FRAMEWORKS = [
             "TOOL-003": Confirmed("fail", "smolagents/agents.py:1438; smolagents/memory.py:126-135"),
         },
     ),
+    Framework(
+        "langchain",
+        "langchain",
+        "conformance.adapters.langchain:factory",
+        smoke={"DONE-001": "pass", "LOOP-013": "pass", "TOOL-003": "pass", "CONC-001": "pass"},
+        confirmed={
+            # awrap_model_call's handler builds the model call from the (overridden) request.
+            "LOOP-003": Confirmed("pass", "langchain/agents/factory.py:1554-1568"),
+            # The loop ends after the tools only when EVERY executed call is return_direct.
+            "DONE-004": Confirmed("fail", "langchain/agents/factory.py:2086-2099"),
+            # ModelCallLimitMiddleware checks before call N+1: the N-th turn's tools run, then the
+            # default exit_behavior 'end' jumps to the end with its own message, never raising...
+            "BOUND-002": Confirmed("pass", "langchain/agents/middleware/model_call_limit.py:185-208"),
+            "BOUND-008": Confirmed("pass", "langchain/agents/middleware/model_call_limit.py:131, 201-208"),
+            # ...and without a model call: no final tool-less turn.
+            "BOUND-010": Confirmed("fail", "langchain/agents/middleware/model_call_limit.py:201-208"),
+        },
+    ),
+    Framework(
+        "google-adk",
+        "google.adk",
+        "conformance.adapters.google_adk:factory",
+        smoke={"DONE-001": "pass", "LOOP-013": "pass", "TOOL-003": "pass", "CONC-001": "pass"},
+        confirmed={
+            # skip_summarization makes the function-response event final; the flow stops on it.
+            "DONE-002": Confirmed("pass", "google/adk/events/event.py:286-296; google/adk/flows/llm_flows/base_llm_flow.py:306"),
+            # A truthy LlmResponse from after_model_callback replaces the model's response.
+            "LOOP-005": Confirmed("pass", "google/adk/flows/llm_flows/core/_finalizer.py:300-320"),
+            # Call N+1 over max_llm_calls raises LlmCallsLimitExceededError out of run_async.
+            "BOUND-008": Confirmed("fail", "google/adk/agents/invocation_context.py:78-94"),
+        },
+    ),
+    Framework(
+        "strands-agents",
+        "strands",
+        "conformance.adapters.strands:factory",
+        smoke={"DONE-001": "pass", "LOOP-013": "pass", "TOOL-003": "pass", "CONC-001": "pass"},
+        confirmed={
+            # Limits are checked at the top of the next cycle: a stop event, no exception...
+            "BOUND-008": Confirmed("pass", "strands/event_loop/event_loop.py:241-251; strands/types/agent.py:150-178"),
+            # ...and no model call: no final tool-less turn.
+            "BOUND-010": Confirmed("fail", "strands/event_loop/event_loop.py:241-251"),
+            # cancel(after_current_tools=True) lets the batch finish, then the loop stops.
+            "DONE-004": Confirmed("pass", "strands/agent/agent.py:647-703; strands/event_loop/event_loop.py:1030-1043"),
+            # SequentialToolExecutor runs the calls one after the other.
+            "CONC-007": Confirmed("pass", "strands/tools/executors/sequential.py:50-64"),
+        },
+    ),
 ]
 
 
 def _installed(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
 
 
 def _params() -> list:

@@ -93,6 +93,27 @@ KERNELS: list[KernelEntry] = [
         description="smolagents `ToolCallingAgent` with a `Model` subclass",
     ),
     KernelEntry(
+        name="langchain",
+        adapter="conformance.adapters.langchain:factory",
+        probe="langchain.agents",
+        profile="kernel",
+        description="langchain 1.5 `create_agent` (langgraph) with a `BaseChatModel` subclass and middleware",
+    ),
+    KernelEntry(
+        name="strands-agents",
+        adapter="conformance.adapters.strands:factory",
+        probe="strands",
+        profile="kernel",
+        description="strands-agents 1.62 `Agent.invoke_async` with a `Model` subclass, hooks and middleware",
+    ),
+    KernelEntry(
+        name="google-adk",
+        adapter="conformance.adapters.google_adk:factory",
+        probe="google.adk",
+        profile="kernel",
+        description="google-adk 2.13 `Runner.run_async` over an `LlmAgent` with a `BaseLlm` subclass and callbacks",
+    ),
+    KernelEntry(
         name="hermes",
         adapter="conformance.adapters.hermes:factory",
         probe="run_agent",

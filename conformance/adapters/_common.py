@@ -194,3 +194,55 @@ async def run_messages(scenario: Scenario, doubles: Doubles, run_one: RunOne) ->
             raise bug from None
         raise
     return run.result()
+
+
+class OtelSpans:
+    """A framework's own OpenTelemetry spans, collected in memory per trace (one provider per
+    process, set before the framework makes its tracer: strands-agents, google-adk). A run takes
+    its traces' spans away, so nothing accumulates across scenarios."""
+
+    by_trace: dict[int, list[Any]] | None = None
+
+    @classmethod
+    def install(cls) -> None:
+        if cls.by_trace is None:
+            from opentelemetry import trace
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+            by_trace: dict[int, list[Any]] = {}
+
+            class Collect(SpanExporter):
+                def export(self, spans: Any) -> Any:
+                    for span in spans:
+                        by_trace.setdefault(span.context.trace_id, []).append(span)
+                    return SpanExportResult.SUCCESS
+
+                def shutdown(self) -> None: ...
+
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(Collect()))
+            trace.set_tracer_provider(provider)
+            cls.by_trace = by_trace
+
+    @classmethod
+    @contextmanager
+    def marker(cls, trace_ids: set[int]) -> Iterator[None]:
+        """An ``akc.message`` span around one run, only to tell its trace apart from others'."""
+        from opentelemetry import trace
+
+        with trace.get_tracer("akc").start_as_current_span("akc.message") as outer:
+            trace_ids.add(outer.get_span_context().trace_id)
+            yield
+
+    @classmethod
+    def spans(cls, trace_ids: set[int], kind: Callable[[str], str]) -> list[Any]:
+        from conformance.boundary.adapter import Span
+
+        finished = [s for t in trace_ids for s in (cls.by_trace or {}).pop(t, [])]
+        markers = {s.context.span_id for s in finished if s.name == "akc.message"}  # the framework's root spans hang off these
+        return [
+            Span(span_id=f"{s.context.span_id:016x}", parent_id=f"{s.parent.span_id:016x}" if s.parent and s.parent.span_id not in markers else None,
+                 name=s.name, kind=kind(s.name), start=s.start_time / 1e9 if s.start_time else None, end=s.end_time / 1e9 if s.end_time else None)
+            for s in finished if s.context.span_id not in markers
+        ]

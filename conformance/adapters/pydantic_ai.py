@@ -56,6 +56,7 @@ table the report carries.
 from __future__ import annotations
 
 import contextvars
+import copy
 import dataclasses
 from importlib import metadata
 from typing import Any
@@ -507,7 +508,8 @@ class PydanticAIAdapter:
 
         def make_output(tool: ToolDef) -> Any:
             """A terminates_turn tool is an output tool whose output function is the tool."""
-            args_type = StructuredDict(tool.input_schema, name=f"{tool.name}_args")
+            # StructuredDict edits the schema it is given: hand it a copy, never the scenario's own
+            args_type = StructuredDict(copy.deepcopy(tool.input_schema), name=f"{tool.name}_args")
 
             async def finish(ctx: RunContext, args: args_type) -> str:  # type: ignore[valid-type]
                 out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": dict(args)}, _turn.get())

@@ -1,0 +1,414 @@
+"""google-adk (``Runner.run_async`` over an ``LlmAgent``) as a ``kernel``-profile kernel. Extra:
+``google-adk`` (pinned in ``scripts/requirements/google-adk.txt``; mapping read against google-adk
+2.13.0).
+
+One user message is one ``runner.run_async(user_id, session_id, new_message, run_config)``; the
+messages of one scenario session share one ``InMemorySessionService`` session, whose events are
+the journal reported. The model is a ``BaseLlm`` subclass whose ``generate_content_async`` sends
+the request to the harness's scripted model (``Doubles.model_stream``) and yields one
+``LlmResponse``. Every scenario tool is a ``BaseTool`` subclass (the scenario's JSON schema as the
+``FunctionDeclaration``'s ``parameters_json_schema``) whose ``run_async`` calls
+``Doubles.invoke_tool``; a scripted failure is raised, so ADK's tool-error path answers it.
+
+What maps to what (the ``LlmAgent`` callbacks):
+
+* ``session-start`` → ``before_agent_callback``; ``session-end`` → ``after_agent_callback`` (not run
+  when the run raises).
+* ``context-assemble`` and ``pre-model-call`` → ``before_model_callback``, which may mutate the
+  ``LlmRequest`` ("Callback can mutate the request", ``agents/llm_agent.py:494-507``): a replaced
+  history / request is written into ``llm_request.contents`` / ``config``.
+* ``post-model-response`` → ``after_model_callback``: a returned ``LlmResponse`` replaces the
+  model's (``flows/llm_flows/core/_finalizer.py:300-320``: LOOP-005 passes).
+* ``pre-tool-call`` → ``before_tool_callback`` and ``post-tool-call`` → ``after_tool_callback``.
+* The policy precheck → the same ``before_tool_callback``: returning a dict answers the call
+  without running the tool (``flows/llm_flows/tools/_caller.py:505-524``).
+* ``terminates_turn`` → ``tool_context.actions.skip_summarization = True``: the function-response
+  event is a final response and the loop stops (``events/event.py:286-296``,
+  ``flows/llm_flows/base_llm_flow.py:306``: DONE-002 passes).
+* ``max_turns`` → ``RunConfig.max_llm_calls``: call N+1 raises ``LlmCallsLimitExceededError``
+  (``agents/invocation_context.py:78-94``), reported as raised: BOUND-008 fails. ADK's default is
+  500 calls (``agents/run_config.py:39``, ``ADK_MAX_LLM_CALLS``).
+* Spans → ADK's OpenTelemetry spans exported in memory: ``invoke_agent`` is the session span,
+  ``generate_content`` the model call, ``execute_tool`` the tool; ``invocation`` and ``call_llm``
+  are ``other``.
+* Usage → ``LlmResponse.usage_metadata`` tokens only: ADK computes no cost.
+* Cancellation → the host cancels the task iterating ``run_async``.
+
+Absent in google-adk: ``plan-ready``/``post-apply``, tool kinds and concurrency keys (the calls of
+one response run as concurrent tasks), a final tool-less turn when ``max_llm_calls`` fires, a
+doom-loop detector, a cost or wall-clock bound, TurnInfo and tags. Sub-agents are not wired
+(``AgentTool`` and ``sub_agents`` exist; the adapter maps no child agents onto them).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import uuid
+from importlib import metadata
+from typing import Any
+
+import anyio
+
+from conformance.adapters._common import Hooks, OtelSpans, Run, Session, mapping, mapping_code, run_messages, tool_spec
+from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
+from conformance.boundary.scenario import Scenario, ToolDef
+
+_turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_adk_turn")
+APP = "akc"
+USER = "akc-user"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("google-adk")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _result_text(response: Any) -> str:
+    if isinstance(response, dict) and set(response) == {"result"}:
+        return str(response["result"])
+    return response if isinstance(response, str) else json.dumps(response)
+
+
+@mapping_code
+def to_canonical(contents: list[Any], system: str | None = None) -> list[dict[str, Any]]:
+    """google-genai Contents → the boundary's message JSON."""
+    out: list[dict[str, Any]] = [{"role": "system", "text": system}] if system else []
+    for content in contents:
+        if content is None:
+            continue
+        parts = content.parts or []
+        if content.role == "model":
+            out.append(model_to_canonical(content))
+            continue
+        text = "".join(p.text for p in parts if p.text)
+        if text:
+            out.append({"role": "user", "text": text})
+        for p in parts:
+            if p.function_response is not None:
+                r = p.function_response
+                body = r.response or {}
+                out.append({"role": "tool_result", "call_id": r.id, "content": _result_text(body.get("error", body) if isinstance(body, dict) else body),
+                            "is_error": isinstance(body, dict) and "error" in body})
+    return out
+
+
+@mapping_code
+def model_to_canonical(content: Any) -> dict[str, Any]:
+    parts = (content.parts if content is not None else None) or []
+    out: dict[str, Any] = {"role": "assistant"}
+    text = "".join(p.text for p in parts if p.text and not p.thought)
+    if text:
+        out["text"] = text
+    calls = [{"id": p.function_call.id, "name": p.function_call.name, "args": p.function_call.args or {}} for p in parts if p.function_call is not None]
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+@mapping_code
+def model_from_canonical(msg: Any) -> Any:
+    from google.genai import types
+
+    msg = msg if isinstance(msg, dict) else {}
+    parts = [types.Part(text=str(msg["text"]))] if msg.get("text") else []
+    parts += [types.Part(function_call=types.FunctionCall(id=c["id"], name=c["name"], args=c.get("args") or {})) for c in msg.get("tool_calls") or []]
+    return types.Content(role="model", parts=parts)
+
+
+@mapping_code
+def from_canonical(history: Any) -> tuple[list[Any], str | None]:
+    """The boundary's messages → (Contents, system instruction); tool results join one user Content."""
+    from google.genai import types
+
+    out: list[Any] = []
+    system = None
+    names: dict[str, str] = {}
+    for msg in history if isinstance(history, list) else []:
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role == "system":
+            system = str(msg.get("text", ""))
+        elif role == "assistant":
+            names.update({c["id"]: c["name"] for c in msg.get("tool_calls") or []})
+            out.append(model_from_canonical(msg))
+        elif role in ("user", "tool_result"):
+            if role == "user":
+                part = types.Part(text=str(msg.get("text", "")))
+            else:
+                key = "error" if msg.get("is_error") else "result"
+                part = types.Part(function_response=types.FunctionResponse(
+                    id=str(msg.get("call_id")), name=names.get(str(msg.get("call_id")), ""), response={key: str(msg.get("content", ""))}))
+            if out and out[-1].role == "user":
+                out[-1].parts.append(part)
+            else:
+                out.append(types.Content(role="user", parts=[part]))
+    return out, system
+
+
+@mapping_code
+def specs_of(config: Any) -> list[dict[str, Any]]:
+    out = []
+    for tool in (config.tools if config is not None else None) or []:
+        for d in getattr(tool, "function_declarations", None) or []:
+            out.append(tool_spec(d.name, d.description, d.parameters_json_schema or (d.parameters.model_dump(exclude_none=True) if d.parameters else None)))
+    return out
+
+
+@mapping_code
+def specs_to_tools(specs: list[Any]) -> list[Any]:
+    from google.genai import types
+
+    return [types.Tool(function_declarations=[
+        types.FunctionDeclaration(name=s["name"], description=s.get("description", ""), parameters_json_schema=s.get("input_schema") or {"type": "object"})
+        for s in specs])]
+
+
+@mapping_code
+def system_of(config: Any) -> str | None:
+    si = config.system_instruction if config is not None else None
+    if si is None or isinstance(si, str):
+        return si
+    parts = getattr(si, "parts", None) or []
+    return "".join(p.text or "" for p in parts) or None
+
+
+@mapping_code
+def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    from conformance.adapters._common import parse_args
+
+    text = "".join(c.get("text", "") for c in chunks if c.get("type") == "text")
+    parts = [types.Part(text=text)] if text else []
+    for c in chunks:
+        if c.get("type") == "tool_use":
+            args = parse_args(c.get("input_json") or "{}")
+            parts.append(types.Part(function_call=types.FunctionCall(id=c["id"], name=c["name"], args=args if isinstance(args, dict) else {"_raw": args})))
+    usage = next((c for c in reversed(chunks) if c.get("type") == "usage"), None)
+    meta = None
+    if usage is not None:
+        i, o, cached = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), int(usage.get("cached_input_tokens", 0))
+        meta = types.GenerateContentResponseUsageMetadata(prompt_token_count=i + cached, candidates_token_count=o, total_token_count=i + cached + o, cached_content_token_count=cached)
+    return LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=meta, partial=False, turn_complete=True)
+
+
+#: The boundary's model params ↔ GenerateContentConfig fields.
+PARAMS = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k", "max_tokens": "max_output_tokens", "seed": "seed", "stop": "stop_sequences"}
+
+
+@mapping_code
+def params_of(config: Any) -> dict[str, Any]:
+    return {ours: getattr(config, theirs) for ours, theirs in PARAMS.items() if config is not None and getattr(config, theirs, None) is not None}
+
+
+@mapping_code
+def set_params(config: Any, params: dict[str, Any]) -> None:
+    for ours, theirs in PARAMS.items():
+        setattr(config, theirs, params.get(ours))
+
+
+def span_kind(name: str) -> str:
+    if name.startswith("invoke_agent"):
+        return "session"
+    if name.startswith("generate_content"):
+        return "model_call"
+    if name.startswith("execute_tool"):
+        return "tool"
+    return "other"
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
+    return Mechanism(kind=kind, via=via, note=note)  # type: ignore[arg-type]
+
+
+#: How each hook point, capability and observation maps onto google-adk 2.13 (anything not named
+#: is absent).
+MECHANISMS: dict[str, Mechanism] = {
+    "session-start": _m("native", "LlmAgent.before_agent_callback"),
+    "context-assemble": _m("native", "LlmAgent.before_model_callback (llm_request.contents)", "no budget: ADK hands the callback no call count or cost"),
+    "pre-model-call": _m("native", "LlmAgent.before_model_callback (mutating the LlmRequest)"),
+    "post-model-response": _m("native", "LlmAgent.after_model_callback (a returned LlmResponse replaces the model's)"),
+    "pre-tool-call": _m("native", "LlmAgent.before_tool_callback"),
+    "post-tool-call": _m("native", "LlmAgent.after_tool_callback"),
+    "session-end": _m("native", "LlmAgent.after_agent_callback", "not run when the run raises"),
+    "plan-ready": _m("absent"),
+    "post-apply": _m("absent"),
+    "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)"),
+    "tool_kinds": _m("absent", note="every call of a response runs as a concurrent task"),
+    "concurrency_keys": _m("absent"),
+    "terminal_tool": _m("native", "ToolContext.actions.skip_summarization"),
+    "max_turns": _m("native", "RunConfig.max_llm_calls → LlmCallsLimitExceededError"),
+    "final_turn": _m("absent", note="the call over the limit raises; no model call without tools"),
+    "doom_loop": _m("absent"),
+    "usage": _m("absent", note="LlmResponse.usage_metadata carries tokens only; no cost"),
+    "spans": _m("native", "google.adk.telemetry (OpenTelemetry: invoke_agent, generate_content, execute_tool)"),
+    "journal": _m("native", "InMemorySessionService session events"),
+    "cancellation": _m("native", "cancelling the task iterating Runner.run_async (asyncio)"),
+    "subagents": _m("absent", note="not wired: AgentTool and LlmAgent.sub_agents exist; the adapter maps no child agents onto them"),
+}
+
+
+class GoogleAdkAdapter:
+    info = AdapterInfo(
+        name="google-adk",
+        version=_version(),
+        homepage="https://google.github.io/adk-docs/",
+        profiles=["kernel"],
+        capabilities=[],
+        mechanisms=MECHANISMS,
+    )
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        from google.adk.agents.run_config import RunConfig
+        from google.adk.runners import Runner
+        from google.adk.sessions import InMemorySessionService
+        from google.genai import types
+
+        OtelSpans.install()
+        service = InMemorySessionService()
+        runner = Runner(app_name=APP, agent=self._build(scenario, doubles), session_service=service)
+        trace_ids: set[int] = set()
+        created: set[str] = set()
+
+        async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
+            _turn.set(run.turn(session, index))
+            if session.id not in created:
+                created.add(session.id)
+                await service.create_session(app_name=APP, user_id=USER, session_id=session.id)
+            config = RunConfig(max_llm_calls=scenario.bounds.max_turns) if scenario.bounds.max_turns is not None else RunConfig()
+            reply = ""
+            with OtelSpans.marker(trace_ids):
+                try:
+                    async for event in runner.run_async(user_id=USER, session_id=session.id,
+                                                        new_message=types.Content(role="user", parts=[types.Part(text=text)]), run_config=config):
+                        if event.is_final_response() and event.content is not None:
+                            reply = "".join(p.text or "" for p in event.content.parts or [] if p.text and not p.thought) or reply
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        stored = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+                        session.messages = to_canonical([e.content for e in (stored.events if stored else [])], scenario.system_prompt or None)
+            return Outcome(message=index, session_id=session.id, status="completed", subtype="success", reply=reply)
+
+        result = await run_messages(scenario, doubles, run_one)
+        result.spans = OtelSpans.spans(trace_ids, span_kind)
+        return result
+
+    def _build(self, scenario: Scenario, doubles: Doubles) -> Any:
+        from google.adk.agents import LlmAgent
+        from google.adk.models.base_llm import BaseLlm
+        from google.adk.models.llm_response import LlmResponse
+        from google.adk.tools.base_tool import BaseTool
+        from google.genai import types
+
+        hooks = Hooks(scenario, doubles)
+        kinds = {t.name: t.kind for t in scenario.tools}
+
+        class ScriptedLlm(BaseLlm):
+            async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+                with mapping("the model request"):
+                    request = {"messages": to_canonical(list(llm_request.contents), system_of(llm_request.config)),
+                               "tools": specs_of(llm_request.config), "params": params_of(llm_request.config)}
+                chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
+                yield response_from_chunks(chunks)
+
+        class ScenarioTool(BaseTool):
+            def __init__(self, tool: ToolDef) -> None:
+                super().__init__(name=tool.name, description=tool.description or tool.name)
+                self.tool = tool
+
+            def _get_declaration(self) -> Any:
+                return types.FunctionDeclaration(name=self.tool.name, description=self.description, parameters_json_schema=self.tool.input_schema)
+
+            async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+                call = {"id": tool_context.function_call_id, "name": self.tool.name, "args": args}
+                try:
+                    out = await doubles.invoke_tool(call, _turn.get())
+                except ToolFailed as exc:  # a scripted failure: ADK's error response
+                    out = {"content": str(exc), "is_error": True}
+                if self.tool.terminates_turn:  # ADK's own "this response is final"
+                    tool_context.actions.skip_summarization = True
+                return {"error": str(out.get("content", ""))} if out.get("is_error") else {"result": str(out.get("content", ""))}
+
+        async def before_agent(callback_context: Any) -> None:
+            await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
+
+        async def after_agent(callback_context: Any) -> None:
+            await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
+
+        async def before_model(callback_context: Any, llm_request: Any) -> None:
+            turn = _turn.get()
+            history = to_canonical(list(llm_request.contents), system_of(llm_request.config))
+            assembled, replaced = await hooks.chain("context-assemble", {"history": history, "budget": {}}, turn)
+
+            def put_history(h: Any) -> None:
+                with mapping("the replaced history"):
+                    contents, system = from_canonical(h)
+                    llm_request.contents = contents
+                    llm_request.config.system_instruction = system
+
+            if replaced and isinstance(assembled, dict):
+                put_history(assembled.get("history"))
+            payload = {"payload": assembled, "tool_specs": specs_of(llm_request.config), "params": params_of(llm_request.config)}
+            out, replaced = await hooks.chain("pre-model-call", payload, turn)
+            if replaced and isinstance(out, dict):
+                inner = out.get("payload") if isinstance(out.get("payload"), dict) else {}
+                if isinstance(inner.get("history"), list):
+                    put_history(inner["history"])
+                if isinstance(out.get("tool_specs"), list):
+                    llm_request.config.tools = specs_to_tools(out["tool_specs"])
+                if isinstance(out.get("params"), dict):
+                    set_params(llm_request.config, out["params"])
+            return None
+
+        async def after_model(callback_context: Any, llm_response: Any) -> Any:
+            with mapping("the model response"):
+                message = model_to_canonical(llm_response.content)
+            new, replaced = await hooks.chain("post-model-response", message, _turn.get())
+            if replaced:
+                return LlmResponse(content=model_from_canonical(new), usage_metadata=llm_response.usage_metadata, partial=False, turn_complete=True)
+            return None
+
+        async def before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> Any:
+            call = {"id": tool_context.function_call_id, "name": tool.name, "args": args}
+            await hooks.chain("pre-tool-call", call, _turn.get())
+            if kinds.get(tool.name) in ("data_source", "interactive"):
+                verdict = await doubles.policy_precheck(call, _turn.get())
+                if not verdict.get("allow", True):
+                    return {"error": f"denied by policy: {verdict.get('reason')}"}
+            return None
+
+        async def after_tool(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> None:
+            call = {"id": tool_context.function_call_id, "name": tool.name, "args": args}
+            body = tool_response if isinstance(tool_response, dict) else {"result": tool_response}
+            result = {"content": _result_text(body.get("error", body.get("result", body))), "is_error": "error" in body}
+            await hooks.chain("post-tool-call", {"call": call, "result": result}, _turn.get())
+            return None
+
+        return LlmAgent(
+            name="akc", model=ScriptedLlm(model=scenario.model.name or "akc-scripted"), instruction=scenario.system_prompt or "",
+            tools=[ScenarioTool(t) for t in scenario.tools],
+            before_agent_callback=before_agent, after_agent_callback=after_agent,
+            before_model_callback=before_model, after_model_callback=after_model,
+            before_tool_callback=before_tool, after_tool_callback=after_tool,
+        )
+
+
+def factory() -> GoogleAdkAdapter:
+    try:  # the in-memory span exporter before ADK's first span; ADK's imports take seconds: not in a scenario's clock
+        OtelSpans.install()
+        import google.adk.agents  # noqa: F401
+        import google.adk.runners  # noqa: F401
+        import google.adk.sessions  # noqa: F401
+        import google.adk.tools.base_tool  # noqa: F401
+    except ImportError:  # the framework's env is not this one: the matrix lists it so
+        pass
+    return GoogleAdkAdapter()

@@ -1,0 +1,425 @@
+"""strands-agents (``Agent.invoke_async``) as a ``kernel``-profile kernel. Extra: ``strands-agents``
+(pinned in ``scripts/requirements/strands-agents.txt``; mapping read against strands-agents 1.62.0).
+
+One scenario session is one ``strands.Agent``; each user message is one
+``await agent.invoke_async(text, limits=...)`` and ``agent.messages`` (strands' own conversation) is
+the journal reported. The model is a ``strands.models.Model`` subclass whose ``stream`` sends the
+request to the harness's scripted model (``Doubles.model_stream``) and yields strands' stream
+events (``messageStart``, ``contentBlock*``, ``messageStop``, ``metadata``). Every scenario tool is a
+``PythonAgentTool`` (the scenario's JSON schema) whose coroutine calls ``Doubles.invoke_tool``; a
+scripted failure is a ``status: "error"`` ToolResult.
+
+What maps to what:
+
+* ``session-start`` → ``BeforeInvocationEvent``; ``session-end`` → ``AfterInvocationEvent`` (a hook
+  event fired "regardless of success", ``hooks/events.py:70-110``).
+* ``context-assemble``, ``pre-model-call`` and ``post-model-response`` → an ``InvokeModelStage``
+  middleware (``Agent.add_middleware``, ``middleware/stages.py:38-112``): it runs the first two
+  chains before the model, passes a replaced history / request on in the stage context (what the
+  model gets; replaced params are a model with that config in ``context.model``, which the stage's
+  terminal streams, ``event_loop/event_loop.py:780``), and re-yields a replaced message as the stage's ``ModelStopReason`` (what is stored
+  and acted on). strands' ``BeforeModelCallEvent`` / ``AfterModelCallEvent`` could only cancel or
+  retry (``hooks/events.py:343-344, 400-401``), hence the middleware.
+* ``pre-tool-call`` → ``BeforeToolCallEvent`` and ``post-tool-call`` → ``AfterToolCallEvent``
+  (its ``result`` is writable).
+* The policy precheck → ``BeforeToolCallEvent.cancel_tool = "denied by policy: ..."``: strands does
+  not run the tool and gives the model an error result with that message.
+* Tool scheduling → strands' executors: ``ConcurrentToolExecutor`` (the default); an agent whose
+  scenario registers an interactive tool gets ``SequentialToolExecutor`` (the executor is per agent,
+  so that is a user's only way to keep interactive calls one at a time; every call then runs one at
+  a time: ``tools/executors/sequential.py:50-64``, CONC-007 passes).
+* ``max_turns`` → ``invoke_async(limits={"turns": N})``: checked at the top of each loop iteration,
+  so the N-th turn's tools run and the loop ends with ``stop_reason="limit_turns"``
+  (``types/agent.py:150-178``; ``event_loop/event_loop.py:241-251``: a stop event, no exception —
+  BOUND-008 passes — and no model call — BOUND-010 fails), reported as subtype ``error_max_turns``.
+* ``terminates_turn`` → the tool calls ``agent.cancel(after_current_tools=True)`` after it ran,
+  exactly what strands' vended ``stop`` tool does (``vended_tools/stop/stop.py``): the batch's other
+  tools finish, then the loop exits with ``stop_reason="cancelled"`` and no further model call
+  (``agent/agent.py:647-703``, ``event_loop/event_loop.py:1030-1043``: DONE-004 passes). That
+  stop is reported as ``success`` (strands' graceful completion); a host cancellation as ``cancelled``.
+* Spans → strands' OpenTelemetry tracer (``telemetry/tracer.py``) exported in memory:
+  ``invoke_agent`` is the session span, ``execute_event_loop_cycle`` the turn, ``chat`` the model
+  call, ``execute_tool`` the tool.
+* Usage → token counts from the ``metadata`` event only: strands computes no cost.
+* Cancellation → ``agent.cancel()``, strands' own: the run returns with ``stop_reason="cancelled"``.
+
+Absent in strands: ``plan-ready``/``post-apply`` (no plan/apply gate), tool kinds and concurrency
+keys, a final tool-less turn when a limit fires, a doom-loop detector, a cost or wall-clock bound
+(``Limits`` has turns and tokens only), TurnInfo and tags. Sub-agents are not wired
+(``Agent.as_tool`` / ``vended_tools.subagent`` exist; the adapter maps no child agents onto them).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import json
+import uuid
+from importlib import metadata
+from typing import Any
+
+import anyio
+
+from conformance.adapters._common import Hooks, OtelSpans, Run, Session, mapping, mapping_code, parse_args, run_messages, tool_spec
+from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
+from conformance.boundary.scenario import Scenario, ToolDef
+
+_turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_strands_turn")
+#: How often the provider looks at strands' cancel signal (a threading.Event), as Bedrock's does.
+CANCEL_POLL_S = 0.01
+
+
+def _version() -> str:
+    try:
+        return metadata.version("strands-agents")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@mapping_code
+def to_canonical(messages: list[Any], system: str | None = None) -> list[dict[str, Any]]:
+    """strands Messages (Bedrock-style content blocks) → the boundary's message JSON."""
+    out: list[dict[str, Any]] = [{"role": "system", "text": system}] if system else []
+    for msg in messages:
+        blocks = msg.get("content") or []
+        if msg.get("role") == "assistant":
+            out.append(assistant_to_canonical(msg))
+            continue
+        text = "".join(b["text"] for b in blocks if "text" in b)
+        if text:
+            out.append({"role": "user", "text": text})
+        for b in blocks:
+            if "toolResult" in b:
+                r = b["toolResult"]
+                content = "".join(c.get("text", "") if "text" in c else json.dumps(c.get("json")) for c in r.get("content") or [])
+                out.append({"role": "tool_result", "call_id": r.get("toolUseId"), "content": content, "is_error": r.get("status") == "error"})
+    return out
+
+
+@mapping_code
+def assistant_to_canonical(msg: Any) -> dict[str, Any]:
+    blocks = msg.get("content") or []
+    out: dict[str, Any] = {"role": "assistant"}
+    text = "".join(b["text"] for b in blocks if "text" in b)
+    if text:
+        out["text"] = text
+    calls = [{"id": b["toolUse"]["toolUseId"], "name": b["toolUse"]["name"], "args": b["toolUse"].get("input")} for b in blocks if "toolUse" in b]
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+@mapping_code
+def assistant_from_canonical(msg: Any) -> dict[str, Any]:
+    msg = msg if isinstance(msg, dict) else {}
+    blocks: list[dict[str, Any]] = [{"text": str(msg["text"])}] if msg.get("text") else []
+    blocks += [{"toolUse": {"toolUseId": c["id"], "name": c["name"], "input": c.get("args") or {}}} for c in msg.get("tool_calls") or []]
+    return {"role": "assistant", "content": blocks}
+
+
+@mapping_code
+def from_canonical(history: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """The boundary's messages → (strands Messages, system prompt); tool results join one user message."""
+    out: list[dict[str, Any]] = []
+    system = None
+    for msg in history if isinstance(history, list) else []:
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role == "system":
+            system = str(msg.get("text", ""))
+        elif role == "assistant":
+            out.append(assistant_from_canonical(msg))
+        elif role in ("user", "tool_result"):
+            block = {"text": str(msg.get("text", ""))} if role == "user" else {"toolResult": {
+                "toolUseId": str(msg.get("call_id")), "status": "error" if msg.get("is_error") else "success",
+                "content": [{"text": str(msg.get("content", ""))}]}}
+            if out and out[-1]["role"] == "user":
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+    return out, system
+
+
+@mapping_code
+def specs_of(tool_specs: list[Any] | None) -> list[dict[str, Any]]:
+    return [tool_spec(s["name"], s.get("description"), (s.get("inputSchema") or {}).get("json")) for s in tool_specs or []]
+
+
+@mapping_code
+def specs_from(specs: list[Any]) -> list[dict[str, Any]]:
+    return [{"name": s["name"], "description": s.get("description", ""), "inputSchema": {"json": s.get("input_schema") or {"type": "object"}}} for s in specs]
+
+
+def stream_events(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scripted model's chunks → strands StreamEvents."""
+    events: list[dict[str, Any]] = [{"messageStart": {"role": "assistant"}}]
+    text = "".join(c.get("text", "") for c in chunks if c.get("type") == "text")
+    if text:
+        events += [{"contentBlockStart": {"start": {}}}, {"contentBlockDelta": {"delta": {"text": text}}}, {"contentBlockStop": {}}]
+    calls = [c for c in chunks if c.get("type") == "tool_use"]
+    for c in calls:
+        events += [
+            {"contentBlockStart": {"start": {"toolUse": {"toolUseId": c["id"], "name": c["name"]}}}},
+            {"contentBlockDelta": {"delta": {"toolUse": {"input": c.get("input_json") or "{}"}}}},
+            {"contentBlockStop": {}},
+        ]
+    events.append({"messageStop": {"stopReason": "tool_use" if calls else "end_turn"}})
+    usage = next((c for c in reversed(chunks) if c.get("type") == "usage"), None)
+    if usage is not None:
+        i, o, cached = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), int(usage.get("cached_input_tokens", 0))
+        events.append({"metadata": {"usage": {"inputTokens": i + cached, "outputTokens": o, "totalTokens": i + cached + o, "cacheReadInputTokens": cached},
+                                    "metrics": {"latencyMs": 0}}})
+    return events
+
+
+# --------------------------------------------------------------------------- tracing
+
+
+def span_kind(name: str) -> str:
+    if name.startswith("invoke_agent"):
+        return "session"
+    if name == "execute_event_loop_cycle":
+        return "turn"
+    if name == "chat":
+        return "model_call"
+    if name.startswith("execute_tool"):
+        return "tool"
+    return "other"
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
+    return Mechanism(kind=kind, via=via, note=note)  # type: ignore[arg-type]
+
+
+#: How each hook point, capability and observation maps onto strands-agents 1.62 (anything not
+#: named is absent).
+MECHANISMS: dict[str, Mechanism] = {
+    "session-start": _m("native", "BeforeInvocationEvent"),
+    "context-assemble": _m("native", "InvokeModelStage middleware (context.messages)", "no budget: strands hands the stage no turn count or cost"),
+    "pre-model-call": _m("native", "InvokeModelStage middleware (context.messages / tool_specs / system_prompt / model)"),
+    "post-model-response": _m("native", "InvokeModelStage middleware (the stage's ModelStopReason)"),
+    "pre-tool-call": _m("native", "BeforeToolCallEvent"),
+    "post-tool-call": _m("native", "AfterToolCallEvent"),
+    "session-end": _m("native", "AfterInvocationEvent"),
+    "plan-ready": _m("absent"),
+    "post-apply": _m("absent"),
+    "policy_precheck": _m("native", "BeforeToolCallEvent.cancel_tool"),
+    "tool_kinds": _m("absent", note="the executor is per agent: SequentialToolExecutor when the scenario has an interactive tool, else ConcurrentToolExecutor"),
+    "concurrency_keys": _m("absent"),
+    "terminal_tool": _m("native", "Agent.cancel(after_current_tools=True) from the tool (as vended_tools.stop)"),
+    "max_turns": _m("native", "invoke_async(limits={'turns': N}) → stop_reason 'limit_turns'"),
+    "final_turn": _m("absent", note="a tripped limit ends the loop at the top of the next iteration, with no model call"),
+    "doom_loop": _m("absent"),
+    "usage": _m("absent", note="token counts only (metadata event); no cost"),
+    "spans": _m("native", "strands.telemetry.Tracer (OpenTelemetry: invoke_agent, execute_event_loop_cycle, chat, execute_tool)"),
+    "journal": _m("native", "Agent.messages"),
+    "cancellation": _m("native", "Agent.cancel() → stop_reason 'cancelled'"),
+    "subagents": _m("absent", note="not wired: Agent.as_tool and vended_tools.subagent exist; the adapter maps no child agents onto them"),
+}
+
+#: strands' stop reasons → the kernel profile's subtypes (others are reported as they are).
+SUBTYPES = {"end_turn": "success", "limit_turns": "error_max_turns", "cancelled": "cancelled"}
+
+
+class StrandsAdapter:
+    info = AdapterInfo(
+        name="strands-agents",
+        version=_version(),
+        homepage="https://strandsagents.com",
+        profiles=["kernel"],
+        capabilities=[],
+        mechanisms=MECHANISMS,
+    )
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        OtelSpans.install()
+        agents: dict[str, Any] = {}
+        host_cancelled: set[int] = set()
+        trace_ids: set[int] = set()
+
+        async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
+            _turn.set(run.turn(session, index))
+            agent = agents.get(session.id)
+            if agent is None:
+                agent = agents[session.id] = self._build(scenario, doubles)
+
+            def cancel() -> None:
+                host_cancelled.add(index)
+                agent.cancel()
+
+            doubles.register_canceller(index, cancel)
+            limits = {"turns": scenario.bounds.max_turns} if scenario.bounds.max_turns is not None else None
+            with OtelSpans.marker(trace_ids):
+                try:
+                    result = await agent.invoke_async(text, limits=limits)
+                finally:
+                    session.messages = to_canonical(list(agent.messages), scenario.system_prompt or None)
+            reason = str(result.stop_reason)
+            subtype = SUBTYPES.get(reason, reason)
+            if reason == "cancelled" and index not in host_cancelled:
+                subtype = "success"  # the terminal tool's cooperative stop, strands' graceful completion
+            status = "cancelled" if subtype == "cancelled" else "completed"
+            reply = "".join(b.get("text", "") for b in (result.message or {}).get("content", []) if "text" in b)
+            return Outcome(message=index, session_id=session.id, status=status, subtype=subtype, reply=reply)
+
+        result = await run_messages(scenario, doubles, run_one)
+        result.spans = OtelSpans.spans(trace_ids, span_kind)
+        return result
+
+    def _build(self, scenario: Scenario, doubles: Doubles) -> Any:
+        from strands import Agent
+        from strands.hooks import AfterInvocationEvent, AfterToolCallEvent, BeforeInvocationEvent, BeforeToolCallEvent
+        from strands.middleware import InvokeModelStage
+        from strands.models import Model
+        from strands.tools.executors import ConcurrentToolExecutor, SequentialToolExecutor
+        from strands.tools.tools import PythonAgentTool
+        from strands.middleware import ModelStopReason
+
+        hooks = Hooks(scenario, doubles)
+        kinds = {t.name: t.kind for t in scenario.tools}
+        holder: dict[str, Any] = {}
+
+        class ScriptedModel(Model):
+            """The harness's scripted model as a strands provider: its config holds the request's
+            params; like strands' Bedrock provider it polls ``cancel_signal`` and ends the stream
+            without ``messageStop`` when a call in flight is cancelled (``models/bedrock.py:139-146,
+            1576-1592``; ``event_loop/streaming.py:502-511`` reports that as ``cancelled``)."""
+
+            def __init__(self, **config: Any) -> None:
+                self.config = {"model_id": scenario.model.name, **config}
+
+            def update_config(self, **config: Any) -> None:
+                self.config.update(config)
+
+            def get_config(self) -> Any:
+                return self.config
+
+            def params(self) -> dict[str, Any]:
+                return {k: v for k, v in self.config.items() if k != "model_id"}
+
+            def structured_output(self, *args: Any, **kwargs: Any) -> Any:
+                raise NotImplementedError("not used by the scenarios")
+
+            async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None, *,
+                             cancel_signal: Any = None, **kwargs: Any) -> Any:
+                with mapping("the model request"):
+                    request = {"messages": to_canonical(list(messages), system_prompt), "tools": specs_of(tool_specs), "params": self.params()}
+                chunks: list[dict[str, Any]] = []
+                done = False
+                async with anyio.create_task_group() as tg:
+                    async def poll() -> None:
+                        while cancel_signal is not None and not cancel_signal.is_set():
+                            await anyio.sleep(CANCEL_POLL_S)
+                        tg.cancel_scope.cancel()
+
+                    if cancel_signal is not None:
+                        tg.start_soon(poll)
+                    async for chunk in doubles.model_stream(request, _turn.get()):
+                        chunks.append(chunk)
+                    done = True
+                    tg.cancel_scope.cancel()
+                if not done:  # aborted in flight: no messageStop, as strands' own providers do
+                    return
+                with mapping("the model response"):
+                    events = stream_events(chunks)
+                for event in events:
+                    yield event
+
+        async def model_stage(context: Any, next_fn: Any) -> Any:
+            turn = _turn.get()
+            history = to_canonical(list(context.messages), context.system_prompt)
+            assembled, replaced = await hooks.chain("context-assemble", {"history": history, "budget": {}}, turn)
+            if replaced and isinstance(assembled, dict):
+                with mapping("the replaced history"):
+                    messages, system = from_canonical(assembled.get("history"))
+                    context = dataclasses.replace(context, messages=messages, system_prompt=system)
+            payload = {"payload": assembled, "tool_specs": specs_of(context.tool_specs), "params": context.model.params()}
+            out, replaced = await hooks.chain("pre-model-call", payload, turn)
+            if replaced and isinstance(out, dict):
+                with mapping("the replaced request"):
+                    inner = out.get("payload") if isinstance(out.get("payload"), dict) else {}
+                    if isinstance(inner.get("history"), list):
+                        messages, system = from_canonical(inner["history"])
+                        context = dataclasses.replace(context, messages=messages, system_prompt=system)
+                    if isinstance(out.get("tool_specs"), list):
+                        context = dataclasses.replace(context, tool_specs=specs_from(out["tool_specs"]))
+                    if isinstance(out.get("params"), dict):  # the stage calls ctx.model (event_loop.py:780)
+                        context = dataclasses.replace(context, model=ScriptedModel(**out["params"]))
+            async for event in next_fn(context):
+                if isinstance(event, ModelStopReason):
+                    with mapping("the model response"):
+                        message = assistant_to_canonical(event.message)
+                    new, replaced = await hooks.chain("post-model-response", message, turn)
+                    if replaced:
+                        with mapping("the replaced response"):
+                            msg = assistant_from_canonical(new)
+                            stop = "tool_use" if any("toolUse" in b for b in msg["content"]) else "end_turn"
+                            event = ModelStopReason(stop_reason=stop, message=msg, usage=event.usage, metrics=event.metrics)
+                yield event
+
+        async def before_invocation(event: Any) -> None:
+            await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
+
+        async def after_invocation(event: Any) -> None:
+            reason = str(getattr(event.result, "stop_reason", "")) if event.result is not None else "error"
+            await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": SUBTYPES.get(reason, reason)}, _turn.get())
+
+        def call_of(tool_use: Any) -> dict[str, Any]:
+            return {"id": tool_use.get("toolUseId"), "name": tool_use.get("name"), "args": tool_use.get("input")}
+
+        async def before_tool(event: Any) -> None:
+            call = call_of(event.tool_use)
+            await hooks.chain("pre-tool-call", call, _turn.get())
+            if kinds.get(call["name"]) in ("data_source", "interactive"):
+                verdict = await doubles.policy_precheck(call, _turn.get())
+                if not verdict.get("allow", True):
+                    event.cancel_tool = f"denied by policy: {verdict.get('reason')}"
+
+        async def after_tool(event: Any) -> None:
+            result = event.result or {}
+            content = "".join(c.get("text", "") for c in result.get("content") or [])
+            payload = {"call": call_of(event.tool_use), "result": {"content": content, "is_error": result.get("status") == "error"}}
+            await hooks.chain("post-tool-call", payload, _turn.get())
+
+        def make_tool(tool: ToolDef) -> Any:
+            async def invoke(tool_use: Any, **_: Any) -> dict[str, Any]:
+                call_id = tool_use["toolUseId"]
+                try:
+                    out = await doubles.invoke_tool({"id": call_id, "name": tool.name, "args": tool_use.get("input") or {}}, _turn.get())
+                    status = "error" if out.get("is_error") else "success"
+                    content = str(out.get("content", ""))
+                except ToolFailed as exc:  # a scripted failure: strands' error ToolResult
+                    status, content = "error", str(exc)
+                if tool.terminates_turn:  # what vended_tools.stop does: finish the batch, then end the loop
+                    holder["agent"].cancel(after_current_tools=True)
+                return {"toolUseId": call_id, "status": status, "content": [{"text": content}]}
+
+            spec = {"name": tool.name, "description": tool.description or tool.name, "inputSchema": {"json": tool.input_schema}}
+            return PythonAgentTool(tool.name, spec, invoke)
+
+        sequential = any(t.kind == "interactive" for t in scenario.tools)
+        agent = Agent(
+            model=ScriptedModel(), tools=[make_tool(t) for t in scenario.tools], system_prompt=scenario.system_prompt or None,
+            callback_handler=None, tool_executor=SequentialToolExecutor() if sequential else ConcurrentToolExecutor(),
+            name="akc", agent_id=f"akc_{uuid.uuid4().hex[:8]}",
+        )
+        holder["agent"] = agent
+        agent.add_middleware(InvokeModelStage, model_stage)
+        agent.hooks.add_callback(BeforeInvocationEvent, before_invocation)
+        agent.hooks.add_callback(AfterInvocationEvent, after_invocation)
+        agent.hooks.add_callback(BeforeToolCallEvent, before_tool)
+        agent.hooks.add_callback(AfterToolCallEvent, after_tool)
+        return agent
+
+
+def factory() -> StrandsAdapter:
+    try:  # set the in-memory span exporter up before strands makes its tracer
+        OtelSpans.install()
+    except ImportError:  # the framework's env is not this one: the matrix lists it so
+        pass
+    return StrandsAdapter()

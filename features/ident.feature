@@ -125,3 +125,4 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     When the kernel runs
     Then the 2 turns of the run have distinct turn ids and one session id
     And every TurnInfo of the run names the profile "household"
+    And every TurnInfo of the run names a session the kernel stored

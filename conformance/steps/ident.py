@@ -446,6 +446,20 @@ def ident_then_profile(akc: ScenarioContext, profile_id: str) -> None:
         expect_equal(f"profile_id in the TurnInfo of {where}", profile_id, turn.get("profile_id"))
 
 
+@then("every TurnInfo of the run names a session the kernel stored")
+def ident_then_known_sessions(akc: ScenarioContext) -> None:
+    """No hook or tool call is made under a session id the kernel never created: every TurnInfo's
+    session_id is a session of the journal (a made-up or stale id fails IDENT-007)."""
+    events = akc.evidence.require("hook dispatches and tool calls of the run", turn_events(akc))
+    stored = {s.id for s in akc.result.journal.sessions}
+    akc.evidence.require("sessions the kernel stored", stored, mandatory=False)
+    for where, e in events:
+        sid = (normal_turn(e.get("turn")) or {}).get("session_id")
+        if sid not in stored:
+            raise ConformanceFailure(f"the session of the TurnInfo of {where}", f"one of the stored sessions {sorted(stored)}", sid)
+    akc.evidence.saw(f"{len(events)} TurnInfos, each naming a stored session")
+
+
 @then("every journal record carries the ids of its turn")
 def ident_then_journal_ids(akc: ScenarioContext) -> None:
     """Stored turns hold their turn's TurnInfo; each stored message and tool call carries the

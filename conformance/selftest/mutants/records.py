@@ -502,3 +502,15 @@ class _OnlyCompleted(_JournalEdit):
 
 
 journal_mutant("only_completed_turns_finished", "JOURNAL-005", "Only completed turns are finished in the journal.", _OnlyCompleted)
+
+
+@mutant("IDENT-007")
+class MadeUpSessionId(CommonAgent):
+    """Turns run under a session id the kernel never created (a stale id kept in a module-level
+    default): one session id throughout, so the old checks, which only compared ids with each
+    other, let it through."""
+
+    STALE = "01890000-0000-7000-8000-000000000000"
+
+    async def _turn(self, turn: Any, text: str, token: Any, is_new: bool, parent_span: str | None = None) -> Any:
+        return await super()._turn(turn.model_copy(update={"session_id": self.STALE}), text, token, is_new, parent_span)

@@ -83,7 +83,13 @@ def run_supervised(options: Any) -> Any:
                 raise UsageError(out["usage_error"])
             code = out["exit_code"]
             if signum is not None and report is not None and report.exit_code in (0, 1, 3):
-                code = 128 + signum  # the child finished just as the signal came: still interrupted
+                # The child finished just as the signal came: still interrupted, and the reports
+                # (written by the child) say so too.
+                code = report.exit_code = 128 + signum
+                report.errors.append(f"interrupted by {signal.Signals(signum).name} as the run ended")
+                from conformance.report.writers import write_reports
+
+                write_reports(report, json_path=options.json_path, junit_path=options.junit_path, markdown_path=options.markdown_path)
             return SuiteRun(report=report, exit_code=code, output=out.get("output", ""), pytest_exit=out.get("pytest_exit", 0))
         report = crash_report(options, prepared, progress, status, signum)
         from conformance.report.writers import write_reports

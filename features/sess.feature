@@ -78,7 +78,7 @@ Feature: Sessions (001, "Sessions")
     And the model answers "Rain, 18C."
     And the model answers "Bring an umbrella."
     When the user sends "Do I need an umbrella?"
-    Then the child session of "d1" is stored as a subagent session of the parent's
+    Then the child session of "d1" is stored with source "subagent" and the parent's session as its parent
 
   @SESS-006
   Scenario: A child agent's session is titled with its goal
@@ -88,4 +88,4 @@ Feature: Sessions (001, "Sessions")
     And the model answers "Rain, 18C."
     And the model answers "Bring an umbrella."
     When the user sends "Do I need an umbrella?"
-    Then the child session of "d1" is titled with its whole goal
+    Then the child session of "d1" is titled with its goal

@@ -136,6 +136,8 @@ class AkcState:
     failed_traces: dict[tuple[str, str], Any] = field(default_factory=dict)
     trace_names: set[str] = field(default_factory=set)
     restore_hypothesis: Any = None
+    #: Undoes the memoised pytest-bdd step lookup (``bddcache``).
+    restore_bdd: Any = None
     #: ``--akc-hypothesis-profile``; for ``explore``, the run's own folder for Hypothesis's
     #: example database (removed with the run).
     hypothesis_profile: str = "ci"
@@ -373,6 +375,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     state.restore_signals = signals.install_for_session()
     state.restore_hypothesis = freeze_hypothesis_constants()
+    from conformance.harness import bddcache
+
+    state.restore_bdd = bddcache.install()
     if state.traces_dir:
         from conformance.trace.canonical import clear_traces
 
@@ -404,6 +409,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.restore_signals is not None:
         state.restore_signals()
         state.restore_signals = None
+    if state.restore_bdd is not None:
+        state.restore_bdd()
+        state.restore_bdd = None
     if state.progress is not None:
         state.progress.close()
 

@@ -192,6 +192,11 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         "-p",
         "no:syrupy",
     ]
+    if not options.verbose:
+        # The verdicts' messages come from the exceptions themselves, and the captured output is
+        # not shown: pytest's own tracebacks (re-parsing each frame's module) were most of the
+        # cost of a run with many failures (a do-nothing kernel: 30 s of 34).
+        args.append("--tb=native")
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "pytest_bdd.plugin"]
     if not _plugin_autoloaded():

@@ -62,6 +62,28 @@ async def test_request_is_deep_copied() -> None:
     assert d.log.of("model_request")[0]["request"]["messages"][0]["text"] == "hi"
 
 
+async def test_a_growing_history_is_copied_once_and_changes_in_place_are_seen() -> None:
+    d = make(model={"responses": [{"text": "a", "repeat": 4}]})
+    history = [{"role": "user", "text": "hi"}]
+    request = {"messages": history}
+    await collect(d, request)
+    history.append({"role": "assistant", "text": "a"})
+    await collect(d, request)
+    history[0]["text"] = "edited"  # changed in place: the next request must show it
+    history.append({"role": "user", "text": "again"})
+    await collect(d, request)
+    await collect(d, {"messages": [dict(m) for m in history]})  # other objects, same content
+    logged = [e["request"]["messages"] for e in d.log.of("model_request")]
+    assert [[m["text"] for m in ms] for ms in logged] == [
+        ["hi"],
+        ["hi", "a"],
+        ["edited", "a", "again"],
+        ["edited", "a", "again"],
+    ]
+    assert logged[1][0] is logged[0][0]  # unchanged: the earlier copy, not a new one
+    assert logged[1] is not logged[0]
+
+
 async def test_model_errors_at_start_and_after_chunks() -> None:
     d = make(
         model={

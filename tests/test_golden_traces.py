@@ -10,14 +10,12 @@ a golden must change only when the kernel's behaviour does.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from conformance.harness.certify import SuiteOptions, run_suite
 from conformance.trace.canonical import Trace, dump, load
 from conformance.trace.diff import DiffResult, compare, render
 
@@ -40,10 +38,10 @@ def golden_text(trace: Trace) -> str:
 
 
 @pytest.fixture(scope="module")
-def reference_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Trace]:
-    folder = tmp_path_factory.mktemp("golden-traces")
-    backend = os.environ.get("AKC_GOLDEN_BACKEND", "asyncio")  # `trio` re-checks determinism there
-    run = run_suite(SuiteOptions(traces_dir=str(folder), backend=backend))
+def reference_traces(reference_run: Any) -> dict[str, Trace]:
+    """The traces of the session's full reference run (tests/conftest.py; ``AKC_GOLDEN_BACKEND=trio``
+    re-checks determinism on trio)."""
+    run, folder = reference_run.run, reference_run.traces_dir
     assert run.report is not None and run.exit_code == 0, run.output[-3000:]
     traces = {p.stem: load(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))}
     return {name: t for name, t in traces.items() if not t.feature.startswith("test_prop_")}

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,12 +26,12 @@ def _checks(report) -> dict[tuple[str, str, str], str]:
     return {(r.id, c.feature, c.scenario): c.outcome for r in report.requirements for c in r.checks}
 
 
-def test_stdio_gives_the_same_verdicts_as_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stdio_gives_the_same_verdicts_as_in_process(monkeypatch: pytest.MonkeyPatch, reference_run: Any) -> None:
+    """The in-process run is the session's shared reference run (tests/conftest.py)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    local = reference_run.run
     started = time.perf_counter()
-    local = run_suite(SuiteOptions(adapter="reference_kernel.adapter:factory"))
-    middle = time.perf_counter()
-    wire = run_suite(SuiteOptions(adapter=f"stdio:{sys.executable} -m reference_kernel.stdio"))
+    wire = run_suite(SuiteOptions(adapter=f"stdio:{sys.executable} -m reference_kernel.stdio", backend=reference_run.backend))
     ended = time.perf_counter()
     assert local.report is not None and wire.report is not None, wire.output[-2000:]
     a, b = local.report.verdicts(), wire.report.verdicts()
@@ -45,4 +46,4 @@ def test_stdio_gives_the_same_verdicts_as_in_process(monkeypatch: pytest.MonkeyP
     assert {k: v for k, v in ca.items() if k not in live_only} == {k: v for k, v in cb.items() if k not in live_only}
     assert wire.exit_code == local.exit_code == 0
     assert wire.report.kernel.name == local.report.kernel.name
-    print(f"in-process {middle - started:.1f} s, stdio {ended - middle:.1f} s")
+    print(f"stdio {ended - started:.1f} s")

@@ -183,11 +183,30 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         options.backend,
         "--akc-no-summary",
         "--continue-on-collection-errors",
+        # The steps raise their own failures (ConformanceFailure with expected and observed), so
+        # pytest's assertion rewriting of every plugin module is pure start-up cost (~19% CPU).
+        "--assert=plain",
+        # Test-suite plugins the conformance suite does not use (their imports cost start-up).
+        "-p",
+        "no:respx",
+        "-p",
+        "no:syrupy",
     ]
+    if not options.verbose:
+        # The verdicts' messages come from the exceptions themselves, and the captured output is
+        # not shown: pytest's own tracebacks (re-parsing each frame's module) were most of the
+        # cost of a run with many failures (a do-nothing kernel: 30 s of 34).
+        args.append("--tb=native")
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "pytest_bdd.plugin"]
     if not _plugin_autoloaded():
         args += ["-p", "conformance.harness.plugin"]
+    if options.reqs:
+        from conformance.harness.plugin import properties_selected
+
+        if not properties_selected(SUITE_DIR, options.reqs):
+            # No property will be collected: Hypothesis's own plugin would still import it.
+            args += ["-p", "no:hypothesispytest"]
     if options.profile:
         args += ["--akc-profile", options.profile]
     for r in options.reqs:

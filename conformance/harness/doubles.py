@@ -154,6 +154,8 @@ class HarnessDoubles:
         self._hooks = {h.id: h for h in scenario.hooks}
         self._model_calls = 0
         self._message_memo: dict[int, tuple[Any, Any]] = {}
+        #: The copies of the last request's messages (``_same_prefix``).
+        self._last_copies: list[Any] = []
         self._approvals = 0
         self._hook_counts: dict[str, int] = {}
         self._cancellers: dict[int, Callable[[], Awaitable[None] | None]] = {}
@@ -231,14 +233,19 @@ class HarnessDoubles:
 
     def _snapshot_request(self, request: JSON) -> JSON:
         """A snapshot of a model request that copies each message object once per content: a
-        message handed over again, unchanged (``==``), reuses its earlier copy, so a long session
-        costs O(new messages) per request, not O(history). A message changed in place is copied
-        again, so the log still shows exactly what each request held. Log entries are read-only."""
+        message handed over again, unchanged (``==``), reuses its earlier copy. A message changed
+        in place is copied again, so the log still shows exactly what each request held. Log
+        entries are read-only.
+
+        A kernel usually hands over the history of the previous request plus new messages (often
+        the same list, grown): then the Python work per request is for the new messages only, and
+        the old ones cost one equality test of two lists, done in C (it also sees a message
+        changed in place). Anything else goes message by message through the memo."""
         messages = request.get("messages") if isinstance(request, dict) else None
         if not isinstance(messages, list):
             return snapshot(request)
-        copied = []
-        for message in messages:
+        copied = self._same_prefix(messages)
+        for message in messages[len(copied) :]:
             seen = self._message_memo.get(id(message))
             if seen is not None and seen[0] is message and seen[1] == message:
                 copied.append(seen[1])
@@ -246,9 +253,21 @@ class HarnessDoubles:
             copy_ = snapshot(message)
             self._message_memo[id(message)] = (message, copy_)  # holding it keeps the id unique
             copied.append(copy_)
+        self._last_copies = copied
         out = {k: snapshot(v) for k, v in request.items() if k != "messages"}
         out["messages"] = copied
         return out
+
+    def _same_prefix(self, messages: list[Any]) -> list[Any]:
+        """The copies of the previous request's messages when ``messages`` starts with messages
+        of the same content (a new list: the log's entries never share one); else []. The
+        copies are objects of their own, so the comparison reads every message's content: one
+        changed in place since is seen."""
+        copies = self._last_copies
+        n = len(copies)
+        if n and len(messages) >= n and copies == messages[:n]:
+            return list(copies)
+        return []
 
     def _chunks(self, expanded: _Expanded, index: int) -> tuple[list[JSON], list[JSON]]:
         """(opening chunks, the rest) of one response: the opening is the text, preceded by the

@@ -14,8 +14,10 @@ and at the end computes the verdicts, writes the reports and sets the exit code
 from __future__ import annotations
 
 import re
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -136,6 +138,8 @@ class AkcState:
     failed_traces: dict[tuple[str, str], Any] = field(default_factory=dict)
     trace_names: set[str] = field(default_factory=set)
     restore_hypothesis: Any = None
+    #: Undoes the memoised pytest-bdd step lookup (``bddcache``).
+    restore_bdd: Any = None
     #: ``--akc-hypothesis-profile``; for ``explore``, the run's own folder for Hypothesis's
     #: example database (removed with the run).
     hypothesis_profile: str = "ci"
@@ -372,7 +376,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from conformance.harness import signals
 
     state.restore_signals = signals.install_for_session()
-    state.restore_hypothesis = freeze_hypothesis_constants()
+    from conformance.harness import bddcache
+
+    state.restore_bdd = bddcache.install()
     if state.traces_dir:
         from conformance.trace.canonical import clear_traces
 
@@ -404,6 +410,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.restore_signals is not None:
         state.restore_signals()
         state.restore_signals = None
+    if state.restore_bdd is not None:
+        state.restore_bdd()
+        state.restore_bdd = None
     if state.progress is not None:
         state.progress.close()
 
@@ -434,6 +443,43 @@ def freeze_hypothesis_constants() -> Any:
 
 
 # --------------------------------------------------------------------------- collection
+
+
+def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool | None:
+    """With ``--akc-req``, a property module none of whose requirements is selected is not even
+    imported (importing Hypothesis is a good part of a small run's start-up)."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or state.req_filter is None:
+        return None
+    name = getattr(collection_path, "name", "")
+    if not (name.startswith("test_prop_") and name.endswith(".py")):
+        return None
+    ids = property_requirement_ids(collection_path)
+    if ids and not ids & set(state.req_filter):
+        return True
+    return None
+
+
+def properties_selected(suite_dir: Path, reqs: list[str]) -> bool:
+    """Whether any property module of the suite checks one of ``reqs``."""
+    wanted = {r.strip().upper() for r in reqs}
+    return any(property_requirement_ids(p) & wanted or not property_requirement_ids(p) for p in suite_dir.glob("test_prop_*.py"))
+
+
+def property_requirement_ids(path: Any) -> set[str]:
+    """The requirement ids a property module names in its ``@requirement("ID", ...)`` decorators,
+    read without importing it (empty when it cannot be read: then it is collected as usual)."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    ids: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "requirement":
+            ids.update(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return ids
 
 
 def item_meta(item: pytest.Item) -> ItemMeta | None:
@@ -521,6 +567,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    if "hypothesis" in sys.modules:  # a property was collected (else none can run)
+        state.restore_hypothesis = freeze_hypothesis_constants()
     if state.progress is not None:
         state.progress.header(state, items)
     if state.hypothesis_profile == "explore":

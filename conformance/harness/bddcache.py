@@ -1,0 +1,67 @@
+"""Memoise pytest-bdd's step lookup for a certification session.
+
+For every step of every scenario, pytest-bdd (``pytest_bdd.scenario.find_fixturedefs_for_step``)
+walks every fixture name the session knows and asks pytest which of its definitions are visible
+to the test, to find the step definitions, before matching their parsers against the step's
+text: about 570,000 fixture look-ups in one ``akc run``, a third of its CPU time. Which step
+definitions a test sees depends only on where it sits (its parent node: every scenario of a
+module sees the same ones) and on the step definitions registered (all at collection, before
+any step runs), so that list is computed once per parent node and number of step definitions
+(pytest-bdd also leaves one fixture name per step text behind); each step then only matches the parsers, in the same
+order as pytest-bdd does.
+
+The cache lives on the session's fixture manager (a new session starts empty) and the original
+function is put back when the session ends. A pytest-bdd without these internals is left alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+_CACHE_ATTR = "_akc_step_fixturedefs"
+
+
+def install() -> Callable[[], None] | None:
+    """Replace pytest-bdd's step lookup by a memoised one; returns the undo (None: not installed)."""
+    try:
+        # (``from pytest_bdd import scenario`` is the function of that name, not the module.)
+        bdd_scenario = importlib.import_module("pytest_bdd.scenario")
+        from pytest_bdd.compat import get_fixture_names, getfixturedefs
+        from pytest_bdd.steps import step_function_context_registry
+    except ImportError:  # another pytest-bdd: keep its own lookup
+        return None
+    original = getattr(bdd_scenario, "find_fixturedefs_for_step", None)
+    if original is None or getattr(original, "_akc_memoised", False):
+        return None
+
+    def step_definitions(fixturemanager: Any, node: Any) -> list[tuple[Any, Any]]:
+        """(fixture definition, step context) of every step definition visible to ``node``."""
+        cache = fixturemanager.__dict__.setdefault(_CACHE_ATTR, {})
+        key = (getattr(getattr(node, "parent", None), "nodeid", None), len(step_function_context_registry))
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = [
+                (fixturedef, context)
+                for name in get_fixture_names(fixturemanager=fixturemanager)
+                for fixturedef in getfixturedefs(fixturemanager, name, node) or []
+                if (context := step_function_context_registry.get(fixturedef.func)) is not None
+            ]
+        return found
+
+    def find_fixturedefs_for_step(step: Any, fixturemanager: Any, node: Any) -> list[Any]:
+        return [
+            fixturedef
+            for fixturedef, context in step_definitions(fixturemanager, node)
+            if (context.type is None or context.type == step.type) and context.parser.is_matching(step.name)
+        ]
+
+    find_fixturedefs_for_step._akc_memoised = True  # type: ignore[attr-defined]
+    bdd_scenario.find_fixturedefs_for_step = find_fixturedefs_for_step
+
+    def restore() -> None:
+        if bdd_scenario.find_fixturedefs_for_step is find_fixturedefs_for_step:
+            bdd_scenario.find_fixturedefs_for_step = original
+
+    return restore

@@ -156,6 +156,19 @@ async def test_finish_order() -> None:
     assert d.log.of("finish_order_timeout") == []
 
 
+async def test_a_finish_order_is_not_forced_on_calls_run_one_at_a_time() -> None:
+    """A kernel that runs the calls one after the other never starts a call's predecessor while
+    it runs: the call finishes after a short wait for it to start (logged as unmet, no timeout),
+    well before the scenario's own timeout, so the result order can still be checked."""
+    d = make(tools=[{"name": "t"}], finish_order=["c", "b", "a"], timeout_s=5)
+    with anyio.fail_after(2):
+        for cid in "abc":
+            await d.invoke_tool({"id": cid, "name": "t", "args": {}}, {})
+    assert [e["call_id"] for e in d.log.of("tool_end")] == ["a", "b", "c"]
+    assert [(e["call_id"], e["waited_for"]) for e in d.log.of("finish_order_unmet")] == [("a", "b"), ("b", "c")]
+    assert d.log.of("finish_order_timeout") == []
+
+
 async def test_hook_matching_and_raise() -> None:
     d = make(
         hooks=[

@@ -12,7 +12,10 @@ event kinds and their fields:
 * ``hook`` (hook_id, point, payload, turn, outcome, occurrence)
 * ``policy`` (call, decision) / ``approval`` (request, decision)
 * ``cancel`` (where, message) / ``cancel_missing`` (where, message)
-* ``rendezvous_timeout`` (call_id, group, missing) / ``finish_order_timeout`` (call_id, waited_for)
+* ``rendezvous_timeout`` (call_id, group, missing) / ``finish_order_timeout`` (call_id,
+  waited_for): the predecessor in the finish order started but did not finish in time /
+  ``finish_order_unmet`` (call_id, waited_for): it did not even start while this call waited (a
+  kernel running the calls one at a time; the order cannot be forced: not a failure)
 * ``unknown_tool`` / ``unknown_hook``
 * ``hold_timeout`` (call_id, group): the first call of a ``hold_first`` group waited in vain
   for another to start (the calls ran one at a time: not a failure)
@@ -49,6 +52,11 @@ from conformance.boundary.scenario import ModelResponse, Scenario, ScriptedToolC
 #: Upper bound (seconds) for a rendezvous or finish-order wait; it never exceeds half the
 #: scenario's timeout so that a failed rendezvous is reported as such, not as a hang.
 RENDEZVOUS_TIMEOUT_S = 2.0
+#: How long a call of a finish order waits for its predecessor to *start* before giving up on
+#: the order (a kernel that runs calls one at a time would otherwise deadlock against it). A
+#: concurrent kernel starts its calls within microseconds; a window missed on a loaded machine
+#: only makes a check less sharp (the calls finish in the order asked), never wrong.
+FINISH_ORDER_START_WINDOW_S = 0.25
 
 EXHAUSTED_TEXT = "(script exhausted)"
 
@@ -428,6 +436,16 @@ class HarnessDoubles:
         if pos == 0:
             return
         before = order[pos - 1]
+        if before not in self._started_calls:
+            # A kernel that runs the calls one at a time never starts the predecessor while this
+            # call runs: after a short wait for it to start, this call finishes (logged), so the
+            # scenario's order only forces what the kernel's scheduling makes possible.
+            self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} (waiting for {before} to start)"
+            with anyio.move_on_after(min(FINISH_ORDER_START_WINDOW_S, self.rendezvous_timeout_s)):
+                await self._event(f"start:{before}").wait()
+            if before not in self._started_calls:
+                self.log.add("finish_order_unmet", call_id=call_id, waited_for=before)
+                return
         self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} (waiting for {before} to finish)"
         with anyio.move_on_after(self.rendezvous_timeout_s):
             await self._event(f"end:{before}").wait()

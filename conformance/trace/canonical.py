@@ -424,7 +424,7 @@ def observed_events(log: list[JSON]) -> list[JSON]:
                     "turn": e.get("turn"),
                 }
             )
-        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout"):
+        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout", "finish_order_unmet"):
             continue  # the journal is in the report already; submissions are the harness's own
         else:
             detail = {k: v for k, v in e.items() if k not in ("seq", "kind", "call_id")}

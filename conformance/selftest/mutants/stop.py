@@ -48,6 +48,18 @@ class _StoresPartial:
             raise
 
 
+class _StoresHusk:
+    """Mixin: a cancelled model call leaves an empty assistant message (none of its text)."""
+
+    async def _call_model(self, turn: Any, request: Any, token: Any, parent_span: Any, ledger_key: Any) -> Any:
+        try:
+            return await super()._call_model(turn, request, token, parent_span, ledger_key)  # type: ignore[misc]
+        except Cancelled:
+            with anyio.CancelScope(shield=True):
+                await self.journal.append_message(turn, {"role": "assistant", "text": ""})  # type: ignore[attr-defined]
+            raise
+
+
 class _WaitsForStream:
     """Mixin: the model stream is read to its end even after a cancel."""
 
@@ -77,6 +89,11 @@ class KernelWaitsForStream(_WaitsForStream, Kernel):
 @mutant("STOP-003", profile="kernel")
 class KernelStoresPartialOutput(_StoresPartial, Kernel):
     """A cancelled model call's partial text is stored."""
+
+
+@mutant("STOP-003", profile="kernel")
+class KernelStoresEmptyMessage(_StoresHusk, Kernel):
+    """A cancelled model call leaves an empty assistant message in the journal."""
 
 
 @mutant("STOP-006", profile="kernel")
@@ -117,6 +134,11 @@ class AgentWaitsForStream(_WaitsForStream, CommonAgent):
 @mutant("STOP-003", profile="commonagent")
 class AgentStoresPartialOutput(_StoresPartial, CommonAgent):
     """A cancelled model call's partial text is stored."""
+
+
+@mutant("STOP-003", profile="commonagent")
+class AgentStoresEmptyMessage(_StoresHusk, CommonAgent):
+    """A cancelled model call leaves an empty assistant message in the journal."""
 
 
 @mutant("STOP-004")

@@ -21,6 +21,8 @@ from reference_kernel.ids import _build
 from reference_kernel.kernel import Call, HookFailed
 from reference_kernel.tags import validate_tag
 
+from conformance.selftest.variants.readings_kernel import _InterruptionNotice
+
 
 # =========================================================================== sequential-order
 
@@ -198,3 +200,13 @@ class InvalidTagsDropped(ReferenceAdapter):
         for m in scenario.user_messages:
             m.tags = [t for t in m.tags if _valid(t)]
         return await super().run(scenario, doubles)
+
+
+# =========================================================================== interruption-notice
+
+
+@variant()
+class AgentInterruptionNotice(_InterruptionNotice, CommonAgent):
+    """Reading interruption-notice, alternative kernel-notice (the agent face). Seed 000: "Nothing
+    partial is saved from a cancelled model call." Variant: an interrupted model call leaves an
+    assistant message of the agent's own ("Operation interrupted…", as hermes-agent stores)."""

@@ -12,10 +12,13 @@ import contextvars
 import time
 from typing import Any
 
+import anyio
+
 from conformance.boundary.adapter import Doubles, RunResult
 from conformance.boundary.scenario import Scenario
 from conformance.selftest.registry import variant
 from reference_kernel.adapter import ReferenceAdapter
+from reference_kernel.cancel import Cancelled
 from reference_kernel.concurrency import concurrency_key
 from reference_kernel.config import current_call
 from reference_kernel.kernel import Call, Kernel, _normalise_output
@@ -256,3 +259,29 @@ class UndeclaredDataSourceSafe(Kernel):
         if spec.concurrency is None and spec.kind == "data_source":
             return concurrency_key(spec.provider, spec.name, spec.kind, None, c.args, c.id)
         return super()._tool_key(c)
+
+
+# =========================================================================== interruption-notice
+
+
+class _InterruptionNotice:
+    """Mixin: when a model call is cancelled, store a notice of the kernel's own (as hermes-agent
+    and strands-agents do), holding nothing the model streamed."""
+
+    NOTICE = "Operation interrupted: waiting for model response."
+
+    async def _call_model(self, turn: Any, request: Any, token: Any, parent_span: Any, ledger_key: Any) -> Any:
+        try:
+            return await super()._call_model(turn, request, token, parent_span, ledger_key)  # type: ignore[misc]
+        except Cancelled:
+            with anyio.CancelScope(shield=True):
+                await self.journal.append_message(turn, {"role": "assistant", "text": self.NOTICE})  # type: ignore[attr-defined]
+            raise
+
+
+@variant()
+class InterruptionNotice(_InterruptionNotice, Kernel):
+    """Reading interruption-notice, alternative kernel-notice. Seed 000: "Nothing partial is saved
+    from a cancelled model call." Reference: nothing at all is stored for the cancelled call.
+    Variant: the kernel stores an assistant message of its own saying the call was interrupted;
+    nothing of the model's stream is in it."""

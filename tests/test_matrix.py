@@ -127,3 +127,18 @@ def test_the_command_is_registered_and_rejects_unknown_kernels() -> None:
     assert result.exit_code == 2
     listing = CliRunner().invoke(app, ["matrix", "--list"])
     assert listing.exit_code == 0 and "reference" in listing.output
+
+
+def test_not_offered_for_a_mechanism_the_adapter_does_not_wire_shows_as_not_wired() -> None:
+    from conformance.boundary.adapter import Mechanism
+
+    def col(name: str, kind: str) -> m.Column:
+        r = report(name, {"LOOP-001": "pass", "BOUND-004": "not-offered"})
+        r.kernel.mechanisms = {"max_cost_usd": Mechanism(kind=kind, via="UsageLimits.cost_limit")}  # type: ignore[arg-type]
+        return m.Column(name, f"x.{name}:factory", report=r)
+
+    doc = m.build([col("wired_off", "not-wired"), col("lacking", "absent")], CATALOG)
+    row = next(r for r in doc["requirements"] if r["id"] == "BOUND-004")
+    assert row["not_wired"] == ["wired_off"]
+    line = next(line for line in m.to_markdown(doc).splitlines() if line.startswith("| BOUND-004 |"))
+    assert line.endswith("| n/w | n/o |")

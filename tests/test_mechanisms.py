@@ -68,3 +68,18 @@ def test_compute_applies_the_rule_and_info_carries_the_table() -> None:
     v = compute(None, checks, capabilities=[], profiles=["kernel"], mechanisms=info.mechanisms)
     assert v.requirements[0].verdict == "fail" and v.exit_code == 1
     assert AdapterInfo.model_validate_json(info.model_dump_json()).mechanisms["pre-model-call"].kind == "emulated"
+
+
+def test_not_wired_earns_no_pass_and_says_the_gap_is_the_adapters() -> None:
+    """not-wired: the framework has it, the adapter does not connect it (issue 14: sub-agents)."""
+    mech = {"pre-model-call": Mechanism(kind="not-wired", via="Hooks.before_model_request")}
+    assert mechanism_verdict(_result(), mech).verdict == "fail"
+    unwired = {"subagents": Mechanism(kind="not-wired", via="delegate_task"), "turn_info": Mechanism(kind="native")}
+    out = mechanism_verdict(
+        RequirementResult(id="CHILD-001", level="DESCRIBED", verdict="not-offered", message="capability subagents not declared by the adapter"),
+        unwired,
+    )
+    assert out.verdict == "not-offered"
+    assert out.message == "not wired by the adapter (the kernel has it): subagents ↔ delegate_task; capability subagents not declared by the adapter"
+    absent = mechanism_verdict(RequirementResult(id="CHILD-001", level="DESCRIBED", verdict="not-offered", message="m"), {"subagents": Mechanism(kind="absent")})
+    assert absent.message == "m"

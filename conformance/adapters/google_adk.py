@@ -253,7 +253,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "spans": _m("native", "google.adk.telemetry (OpenTelemetry: invoke_agent, generate_content, execute_tool)"),
     "journal": _m("native", "InMemorySessionService session events"),
     "cancellation": _m("native", "cancelling the task iterating Runner.run_async (asyncio)"),
-    "subagents": _m("absent", note="not wired: AgentTool and LlmAgent.sub_agents exist; the adapter maps no child agents onto them"),
+    "subagents": _m("not-wired", "AgentTool / LlmAgent.sub_agents", "the adapter maps no child agents onto them"),
 }
 
 

@@ -46,7 +46,7 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     "turn_info": _m("emulated", note="hermes has no TurnInfo: the adapter builds profile_id, tags, depth and parent_turn_id"),
     "tags": _m("absent", note="no tag concept"),
     "cancellation": _m("native", "AIAgent.interrupt()"),
-    "subagents": _m("absent", note="not wired: tools/delegate_tool.py delegate_task exists, the adapter does not map child agents onto it"),
+    "subagents": _m("not-wired", "delegate_task (tools/delegate_tool.py)", "the adapter does not map child agents onto it"),
 }
 ADAPTER_INFO["mechanisms"] = MECHANISMS
 

@@ -256,7 +256,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "spans": _m("native", "langchain_core BaseTracer run tree (chain, chat_model and tool runs)"),
     "journal": _m("native", "langgraph InMemorySaver checkpoint of the thread's messages"),
     "cancellation": _m("native", "cancelling the task that awaits CompiledStateGraph.ainvoke (asyncio)"),
-    "subagents": _m("absent", note="not wired: an agent can be wrapped as a tool (or a subgraph); the adapter does not map child agents onto it"),
+    "subagents": _m("not-wired", "an agent wrapped as a tool, or a subgraph", "the adapter does not map child agents onto it"),
 }
 
 

@@ -243,7 +243,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "spans": _m("native", "agents.tracing (agent, function and generation spans)"),
     "journal": _m("native", "SQLiteSession items"),
     "cancellation": _m("native", "cancelling the task that awaits Runner.run (asyncio)"),
-    "subagents": _m("absent", note="not wired: Agent.as_tool exists (agents/agent.py:606), the adapter does not map child agents onto it"),
+    "subagents": _m("not-wired", "Agent.as_tool (agents/agent.py:606)", "the adapter does not map child agents onto it"),
 }
 
 

@@ -162,7 +162,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "spans": _m("absent", note="no spans reported"),
     "journal": _m("native", "agent.memory (as messages)"),
     "cancellation": _m("native", "agent.interrupt() (checked between steps)"),
-    "subagents": _m("absent", note="not wired: managed_agents exist (smolagents/agents.py), the adapter does not map child agents onto them"),
+    "subagents": _m("not-wired", "managed_agents (smolagents/agents.py)", "the adapter does not map child agents onto them"),
 }
 
 

@@ -219,7 +219,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "spans": _m("native", "strands.telemetry.Tracer (OpenTelemetry: invoke_agent, execute_event_loop_cycle, chat, execute_tool)"),
     "journal": _m("native", "Agent.messages"),
     "cancellation": _m("native", "Agent.cancel() → stop_reason 'cancelled'"),
-    "subagents": _m("absent", note="not wired: Agent.as_tool and vended_tools.subagent exist; the adapter maps no child agents onto them"),
+    "subagents": _m("not-wired", "Agent.as_tool / vended_tools.subagent", "the adapter maps no child agents onto them"),
 }
 
 #: strands' stop reasons → the kernel profile's subtypes (others are reported as they are).

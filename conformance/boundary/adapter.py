@@ -90,14 +90,16 @@ OBSERVATIONS: tuple[str, ...] = (
 )
 
 #: How a hook point, capability or observation maps onto the kernel (``AdapterInfo.mechanisms``).
-MechanismKind = Literal["native", "observe-only", "emulated", "absent"]
-MECHANISM_KINDS: tuple[str, ...] = ("native", "observe-only", "emulated", "absent")
+MechanismKind = Literal["native", "observe-only", "emulated", "absent", "not-wired"]
+MECHANISM_KINDS: tuple[str, ...] = ("native", "observe-only", "emulated", "absent", "not-wired")
 
 
 class Mechanism(BaseModel):
     """One row of an adapter's mechanism table: ``native`` (the kernel's own mechanism, named in
     ``via``), ``observe-only`` (the kernel calls back but the value cannot be changed),
-    ``emulated`` (the adapter does it; never earns a pass) or ``absent``."""
+    ``emulated`` (the adapter does it; never earns a pass), ``absent`` (the kernel has no such
+    thing) or ``not-wired`` (the kernel has it, named in ``via``, but the adapter does not connect
+    it: like ``absent`` it earns no pass, and the report says the gap is the adapter's)."""
 
     model_config = ConfigDict(extra="forbid")
 

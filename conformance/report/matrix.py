@@ -201,6 +201,15 @@ def _catalog_rows() -> list[dict[str, Any]]:
     return [{"id": r.id, "level": r.level, "statement": r.statement} for r in load_catalog().requirements]
 
 
+def _not_wired(column: Column, rid: str) -> bool:
+    """Whether ``rid`` is not offered by this kernel because of a mechanism its framework has and
+    its adapter does not connect (``not-wired``), not because the framework lacks it."""
+    from conformance.catalog.mechanisms import depends_on
+
+    mechanisms = column.report.kernel.mechanisms if column.report else {}
+    return any(getattr(mechanisms.get(d.name), "kind", None) == "not-wired" for d in depends_on(rid))
+
+
 def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The matrix as JSON-ready data: kernels, then requirement rows with one verdict per kernel
     (``null`` where that kernel's run did not cover the requirement or did not run)."""
@@ -212,7 +221,11 @@ def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = 
         if row["id"] not in covered:
             continue
         verdicts = {c.name: (by_kernel[c.name][row["id"]].verdict if row["id"] in by_kernel[c.name] else None) for c in columns}
-        rows.append({"id": row["id"], "level": row["level"], "statement": row["statement"], "verdicts": verdicts})
+        out = {"id": row["id"], "level": row["level"], "statement": row["statement"], "verdicts": verdicts}
+        unwired = [c.name for c in columns if verdicts[c.name] == "not-offered" and _not_wired(c, row["id"])]
+        if unwired:
+            out["not_wired"] = unwired
+        rows.append(out)
     kernels = []
     for c in columns:
         k: dict[str, Any] = {"name": c.name, "adapter": c.adapter, "description": c.description, "status": c.status}
@@ -314,9 +327,11 @@ def _sentence(text: str, limit: int = 300) -> str:
     return (text[: limit - 1] + "\u2026") if len(text) > limit else text
 
 
-def _cell(verdict: str | None, kernel: str = "", rid: str = "") -> str:
+def _cell(verdict: str | None, kernel: str = "", rid: str = "", not_wired: bool = False) -> str:
     if verdict is None:
         return "—"
+    if verdict == "not-offered" and not_wired:
+        return "n/w"
     if verdict == "fail" and kernel and kernel != "reference":
         # each FAIL links to that kernel's committed report, where its message is
         return f"[**FAIL**](conformance-reports/{kernel}.json#{rid})"
@@ -356,6 +371,7 @@ def to_markdown(matrix: dict[str, Any]) -> str:
     lines += [
         "",
         "Cells: pass, **FAIL**, n/o = not offered (an optional capability the kernel does not declare),"
+        " n/w = not wired (not offered: the framework has the feature, the adapter does not connect it),"
         " inc = incomplete, ERR = harness or adapter error, — = not run.",
         "",
         "## Requirements",
@@ -364,7 +380,7 @@ def to_markdown(matrix: dict[str, Any]) -> str:
         "| --- | --- | " + " | ".join("---" for _ in names) + " |",
     ]
     for row in matrix["requirements"]:
-        lines.append(f"| {row['id']} | {row['level']} | " + " | ".join(_cell(row["verdicts"].get(n), n, row["id"]) for n in names) + " |")
+        lines.append(f"| {row['id']} | {row['level']} | " + " | ".join(_cell(row["verdicts"].get(n), n, row["id"], n in row.get("not_wired", ())) for n in names) + " |")
     lines += [
         "",
         "## Failures by root cause",
@@ -384,7 +400,8 @@ def to_markdown(matrix: dict[str, Any]) -> str:
     lines += ["## Mechanisms, per kernel", "",
               "How each adapter maps a hook point, capability or observation onto the framework:"
               " native (the framework's own, named), observe-only (called back, cannot change the value),"
-              " emulated (never counts), absent. Only native mechanisms earn a pass.", ""]
+              " emulated (never counts), absent (the framework has no such thing), not-wired (the framework"
+              " has it, the adapter does not connect it). Only native mechanisms earn a pass.", ""]
     for k in kernels:
         mech = k.get("mechanisms") or {}
         if not mech or k["name"] == "reference":

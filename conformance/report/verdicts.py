@@ -121,7 +121,9 @@ def mechanism_verdict(result: RequirementResult, mechanisms: Mapping[str, Any] |
     declares absent, observe-only (where the checks need to change a value) or emulated cannot
     pass. It fails where the rule is mandatory, else it is not offered. Every non-passing check's
     message is prefixed with the mechanisms it went through ("pre-tool-call ↔ X (observe-only): …").
-    No declared table (``mechanisms`` empty): the rule does not apply."""
+    A requirement not offered because a mechanism is ``not-wired`` (the kernel has it, the adapter
+    does not connect it) says so in its message. No declared table (``mechanisms`` empty): the rule
+    does not apply."""
     if not mechanisms:
         return result
     deps = depends_on(result.id)
@@ -144,6 +146,11 @@ def mechanism_verdict(result: RequirementResult, mechanisms: Mapping[str, Any] |
         for d in deps
         if used[d.name][0] != "native" and not (d.observe and used[d.name][0] == "observe-only")
     ]
+    unwired = [f"{name} ↔ {via}" if via else name for name, (kind, via) in used.items() if kind == "not-wired"]
+    if result.verdict == "not-offered" and unwired:
+        # the framework has it, the adapter does not connect it: say so, not "not offered" alone
+        why = f"not wired by the adapter (the kernel has it): {', '.join(unwired)}"
+        return result.model_copy(update={"message": f"{why}; {result.message}" if result.message else why})
     if not lacking or result.verdict not in ("pass", "fail"):
         return result
     mandatory = result.level not in ("SHOULD", "MAY")

@@ -261,7 +261,6 @@ Feature: Turn-level tool-call concurrency
       | i1 | ask  | {"question": "a"} |
       | i2 | ask  | {"question": "b"} |
     And the model answers "done"
-    And the first of the calls "i1, i2" to start is held until another starts
     When the kernel runs
     Then the kernel rejected the scenario naming "concurrency", or ran calls "i1" and "i2" one at a time
 

@@ -39,43 +39,6 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then 3 tool calls ran
 
-  @commonagent @TOOL-002
-  Scenario: With an interactive call in the response, all its calls run one at a time
-    Given the tools:
-      | name  | kind        |
-      | probe | data_source |
-      | ask   | interactive |
-    And the model calls in one response:
-      | id | name  | args     |
-      | a1 | probe | {"n": 1} |
-      | q1 | ask   | {}       |
-      | a2 | probe | {"n": 2} |
-    And the model answers "done"
-    And the first of the calls "a1, q1, a2" to start is held until another starts
-    And the scenario timeout is 3 seconds
-    When the kernel runs
-    Then 3 tool calls ran
-    And the tool calls ran one at a time
-
-  @commonagent @TOOL-002
-  Scenario: With an interactive call among identical calls, all run one at a time
-    Given the tools:
-      | name  | kind        |
-      | probe | data_source |
-      | ask   | interactive |
-    And the model calls in one response:
-      | id | name  | args     |
-      | a1 | probe | {"n": 1} |
-      | a2 | probe | {"n": 1} |
-      | q1 | ask   | {}       |
-      | a3 | probe | {"n": 1} |
-    And the model answers "done"
-    And the first of the calls "a1, a2, q1, a3" to start is held until another starts
-    And the scenario timeout is 3 seconds
-    When the kernel runs
-    Then 4 tool calls ran
-    And the tool calls ran one at a time
-
   @commonagent @TOOL-003
   Scenario: CommonAgent profile - results go back in the order asked although the calls finish in reverse
     Given a tool "probe" returning "probe {call_id}"
@@ -353,3 +316,43 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then the journal stores call "d1" with the approval "approved"
     And the journal stores call "d2" with the approval "denied"
+
+  Rule: With an interactive call in the response, its calls run one at a time (000)
+
+    Background:
+      Given whichever call of a response starts first is held until another starts
+
+    @commonagent @TOOL-002
+    Scenario: With an interactive call in the response, all its calls run one at a time
+      Given the tools:
+        | name  | kind        |
+        | probe | data_source |
+        | ask   | interactive |
+      And the model calls in one response:
+        | id | name  | args     |
+        | a1 | probe | {"n": 1} |
+        | q1 | ask   | {}       |
+        | a2 | probe | {"n": 2} |
+      And the model answers "done"
+      And the scenario timeout is 3 seconds
+      When the kernel runs
+      Then 3 tool calls ran
+      And the tool calls ran one at a time
+
+    @commonagent @TOOL-002
+    Scenario: With an interactive call among identical calls, all run one at a time
+      Given the tools:
+        | name  | kind        |
+        | probe | data_source |
+        | ask   | interactive |
+      And the model calls in one response:
+        | id | name  | args     |
+        | a1 | probe | {"n": 1} |
+        | a2 | probe | {"n": 1} |
+        | q1 | ask   | {}       |
+        | a3 | probe | {"n": 1} |
+      And the model answers "done"
+      And the scenario timeout is 3 seconds
+      When the kernel runs
+      Then 4 tool calls ran
+      And the tool calls ran one at a time

@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then
 
+from conformance.boundary.adapter import RunResult
 from conformance.errors import ConformanceFailure, HarnessError, expect_equal, show
 from conformance.steps.common import ScenarioContext, split_ids
 from conformance.steps.turn import parse_json
@@ -53,11 +54,20 @@ def tool_event(akc: ScenarioContext, kind: str, call_id: str) -> dict[str, Any]:
     return found[0]
 
 
-@given(parsers.re(r'the first of the calls "(?P<ids>[^"]+)" to start is held until another starts$'))
-def given_hold_first(akc: ScenarioContext, ids: str) -> None:
-    """Calls that must not overlap: whichever starts first waits (under a timeout) for another to
-    start, so overlapping calls always overlap in the log; calls run one at a time just wait."""
-    akc.scenario.hold_first.append(split_ids(ids))
+@given("whichever call of a response starts first is held until another starts")
+def given_hold_first(akc: ScenarioContext) -> None:
+    """(A Background step, for calls that must not overlap.) In every scripted response with
+    several calls, whichever starts first waits (under a timeout) for another to start, so calls
+    a kernel lets overlap always overlap in the log; calls run one at a time just wait."""
+    akc.run_with = _run_holding_first
+
+
+def _run_holding_first(akc: ScenarioContext) -> RunResult:
+    for response in akc.scenario.model.responses:
+        ids = [c.id for c in response.tool_calls]
+        if len(ids) > 1 and all(ids) and ids not in akc.scenario.hold_first:
+            akc.scenario.hold_first.append(ids)  # type: ignore[arg-type]
+    return akc.run_strict()
 
 
 # ========================================================================== Then: results the model gets

@@ -15,6 +15,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,31 @@ def akc(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> s
     full["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), full.get("PYTHONPATH", "")) if p)
     full.pop("AKC_NO_SUPERVISOR", None)
     full["ZOO_TEST_PID"] = str(os.getpid())  # SignalParent never signals the test runner
-    return subprocess.run(
+    started = time.monotonic()
+    out = subprocess.run(
         [sys.executable, "-m", "conformance", "run", *args], capture_output=True, text=True, env=full, cwd=ROOT, timeout=timeout
     )
+    if os.environ.get("AKC_ZOO_TABLE"):
+        _table_row(os.environ["AKC_ZOO_TABLE"], args, out, time.monotonic() - started)
+    return out
+
+
+def _table_row(path: str, args: tuple[str, ...], out: subprocess.CompletedProcess[str], seconds: float) -> None:
+    """``AKC_ZOO_TABLE=FILE pytest tests/test_zoo.py`` appends one JSON line per run: the case,
+    its exit code and time, whether the report was written, its verdicts and first message."""
+    json_path = Path(args[args.index("--json") + 1]) if "--json" in args else None
+    data = json.loads(json_path.read_text()) if json_path and json_path.exists() else None
+    first = (messages(data).strip() if data else "") or out.stderr.strip()
+    row = {
+        "case": os.environ.get("PYTEST_CURRENT_TEST", "?").split("::")[-1].split(" ")[0],
+        "exit": out.returncode,
+        "seconds": round(seconds, 1),
+        "report": data is not None,
+        "verdicts": verdicts(data) if data else {},
+        "message": first.splitlines()[0][:160] if first else "",
+    }
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 def report(path: Path) -> dict[str, Any]:

@@ -107,6 +107,8 @@ class Report(_Model):
     errors: list[str] = Field(default_factory=list)
     exit_code: int
     duration_s: float = 0.0
+    #: Scenarios in flight at once (``akc run --jobs N``: at most N shards, each its own process).
+    jobs: int = 1
     #: The requirement ids asked for with ``--req`` (None: the whole profile).
     selected: list[str] | None = None
     #: Set when the run was compared with an expectations file.

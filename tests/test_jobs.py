@@ -19,14 +19,16 @@ if str(ROOT) not in sys.path:
 
 from conformance.cli import run as cli_run  # noqa: E402
 from conformance.harness.shards import Unit, plan  # noqa: E402
+from conformance.trace.normalise import UUID  # noqa: E402
 from test_zoo import akc, inproc, messages, report, run_case, verdicts  # noqa: E402
 
 SMOKE = {"DONE-001", "LOOP-013", "TOOL-003", "CONC-001", "TURN-001"}
 
 
 def comparable(data: dict[str, Any]) -> dict[str, Any]:
-    """A report without what differs between two runs of the same kernel: timings, the ids in the
-    failed checks' traces, and how the run was cut up."""
+    """A report without what differs between two runs of the same kernel: timings, the session
+    ids in the evidence, the failed checks' traces, and how the run was cut up."""
+    data = json.loads(UUID.sub("<id>", json.dumps(data)))
     return {
         "requirements": [
             {**{k: v for k, v in r.items() if k != "checks"},
@@ -47,6 +49,8 @@ def test_jobs_gives_the_verdicts_checks_and_traces_of_a_serial_run(tmp_path: Pat
     assert data["jobs"] == 2 and serial["jobs"] == 1
     assert comparable(data) == comparable(serial)
     assert sorted(p.name for p in traces.iterdir()) == sorted(p.name for p in reference_run.traces_dir.iterdir())
+    for path in traces.iterdir():  # canonical traces are deterministic (the golden traces rely on it)
+        assert path.read_text() == (reference_run.traces_dir / path.name).read_text(), path.name
 
 
 def test_plan_keeps_checks_sharing_requirements_together_and_balances_cost() -> None:

@@ -9,6 +9,9 @@ Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also 
 
 The suite runs in a supervised child process (:mod:`conformance.harness.supervisor`), so an
 adapter that ends its process still leaves a report naming the cause.
+``akc run --jobs N`` runs up to N such children at once, each on its own shard of requirements
+with its own kernel instance, and merges their results into the report a serial run gives
+(:mod:`conformance.harness.shards`).
 """
 
 from __future__ import annotations

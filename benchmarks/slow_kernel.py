@@ -3,9 +3,11 @@ server (``python -m reference_kernel.stdio``) behind a proxy that delays every m
 (kernel → harness) by ``--delay-ms`` (default 5 ms), so latency, not CPU, is what a run waits on.
 
 Runs ``akc run`` once per ``--jobs`` value (default 1 and 8) and prints one JSON line each:
-``{"jobs", "wall_s", "summary", "exit_code", "messages", "load"}`` — ``messages``: how many the
-kernel sent over the run (so per scenario: messages / scenarios), ``load``: the 1-minute load
-average when the run ended (the machine may be shared). The verdict counts must be equal.
+``{"jobs", "wall_s", "summary", "exit_code", "checks", "messages", "load", "not_passing"}`` —
+``messages``: how many the kernel sent over the run (per scenario: messages / checks), ``load``:
+the 1-minute load average when the run ended (the machine may be shared), ``not_passing``: each
+requirement that did not pass, with why (on a saturated machine a scenario can run out of time:
+``--timeout-scale``). The verdict counts must be equal.
 
     python benchmarks/slow_kernel.py [--jobs 1 8] [--delay-ms 5] [--req ID ...]
 
@@ -73,8 +75,15 @@ def run(jobs: int, delay_ms: float, reqs: list[str]) -> dict[str, object]:
         data = json.loads(report.read_text()) if report.exists() else {}
         messages = sum(int(n) for n in count.read_text().split()) if count.exists() else None
         checks = len({(c["feature"], c["scenario"]) for r in data.get("requirements", []) for c in r["checks"]})
+        # A loaded machine can make a scenario too slow to finish (incomplete): say which and why.
+        not_passing = {r["id"]: f"{r['verdict']}: {explanation(r)[:160]}" for r in data.get("requirements", []) if r["verdict"] != "pass"}
         return {"jobs": jobs, "wall_s": round(wall, 1), "summary": data.get("summary"), "exit_code": done.returncode,
-                "checks": checks, "messages": messages, "load": round(os.getloadavg()[0], 2)}
+                "checks": checks, "messages": messages, "load": round(os.getloadavg()[0], 2), "not_passing": not_passing}
+
+
+def explanation(req: dict[str, object]) -> str:
+    bad = [c for c in req.get("checks", []) if c.get("outcome") != "pass"]  # type: ignore[union-attr]
+    return f"{bad[0]['scenario']}: {bad[0].get('message')}" if bad else str(req.get("message"))
 
 
 def main() -> None:

@@ -39,8 +39,12 @@ from typing import Any
 
 from conformance.harness.supervisor import CHILD_GRACE_S, can_fork, crash_state, fork_child, run_supervised
 
-#: The cost of one property, in scenarios (each runs its examples: 10 in the ci profile).
-PROPERTY_COST = {"ci": 10.0, "explore": 300.0}
+#: The cost of one property, in scenarios: it runs its examples (10 in the ci profile), each a
+#: little longer than a scenario (measured over the wire: ~400 kernel messages a property, ~32 a
+#: scenario).
+PROPERTY_COST = {"ci": 13.0, "explore": 390.0}
+#: A scenario tagged ``@slow`` (max_iterations' default of 500: ~2,500 messages).
+SLOW_COST = 80.0
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ def suite_units(hypothesis_profile: str = "ci") -> list[Unit]:
                 ids=frozenset(t for t in tags if REQ_ID.match(t)),
                 profiles=frozenset(p for p in PROFILES if p in tags) or frozenset(PROFILES),
                 smoke="smoke" in tags,
-                cost=float(max(rows, 1)),
+                cost=max(rows, 1) * (SLOW_COST if "slow" in tags else 1.0),
             ))
     cost = PROPERTY_COST.get(hypothesis_profile, PROPERTY_COST["ci"])
     for path in sorted(SUITE_DIR.glob("test_prop_*.py")):

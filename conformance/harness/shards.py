@@ -380,7 +380,7 @@ def merge(options: Any, prepared: Any, parts: list[dict[str, Any]], signum: int 
         failed_traces=failed_traces, collect_errors=errors, started=prepared.started,
     )
     report = build_report(state)  # type: ignore[arg-type]
-    report.jobs = options.jobs
+    report.jobs = len(parts)  # in flight at once: at most --jobs, at most one per component
     ran = sum(1 for c in checks.values() if c.outcome != "not-run")
     interrupted = signum or next((p["exit_code"] - 128 for p in parts if p["exit_code"] > 128), None)
     if interrupted:

@@ -9,6 +9,9 @@ Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also 
 
 The suite runs in a supervised child process (:mod:`conformance.harness.supervisor`), so an
 adapter that ends its process still leaves a report naming the cause.
+``akc run --jobs N`` runs up to N such children at once, each on its own shard of requirements
+with its own kernel instance, and merges their results into the report a serial run gives
+(:mod:`conformance.harness.shards`).
 """
 
 from __future__ import annotations
@@ -46,11 +49,13 @@ def register(app: typer.Typer) -> None:
         max_hangs: Annotated[int | None, typer.Option("--max-hangs", help="stop (exit 3) after this many consecutive hung scenarios or kernel restarts (default 5; 0: never)")] = None,
         validate_protocol: Annotated[bool, typer.Option("--validate-protocol", help="stdio adapters: validate every message (docs/protocol.md)")] = False,
         hypothesis_profile: Annotated[str, typer.Option("--hypothesis-profile", help="ci (10 derandomized examples per property) | explore (hundreds, with shrinking)")] = "ci",
+        jobs: Annotated[int, typer.Option("--jobs", "-j", help="run N scenarios at once, as N processes each with its own kernel instance (a stdio kernel: its own kernel process); same verdicts as a serial run (docs/ci.md)")] = 1,
     ) -> None:
         """Run the conformance suite against a kernel adapter."""
         if validate_protocol:  # read by conformance.wire.validate
             os.environ["AKC_VALIDATE_PROTOCOL"] = "1"
         from conformance.harness.certify import SuiteOptions
+        from conformance.harness.shards import run_sharded
         from conformance.harness.supervisor import run_supervised
         from conformance.errors import UsageError
         from conformance.report.terminal import print_report
@@ -73,9 +78,10 @@ def register(app: typer.Typer) -> None:
             hypothesis_profile=hypothesis_profile,
             expect_path=str(expect) if expect else None,
             write_expectations_path=str(write_expectations) if write_expectations else None,
+            jobs=jobs,
         )
         try:
-            result = run_supervised(options)
+            result = run_supervised(options) if jobs == 1 else run_sharded(options)
         except UsageError as exc:
             typer.echo(f"akc run: {exc}", err=True)
             raise typer.Exit(2) from None

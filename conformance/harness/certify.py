@@ -76,6 +76,9 @@ class SuiteOptions:
     expect_path: str | None = None
     write_expectations_path: str | None = None
     extra_args: list[str] = field(default_factory=list)
+    #: ``--jobs``: scenarios in flight at once, as that many supervised processes
+    #: (:mod:`conformance.harness.shards`); 1 is the one supervised child of old.
+    jobs: int = 1
 
 
 @dataclass
@@ -85,6 +88,9 @@ class SuiteRun:
     #: pytest's own output (captured unless verbose).
     output: str = ""
     pytest_exit: int = 0
+    #: The plugin's session state (its checks, harness errors…): what a shard hands back to be
+    #: merged with the others (:mod:`conformance.harness.shards`). None without a report.
+    state: Any = None
 
 
 def _plugin_autoloaded() -> bool:
@@ -151,6 +157,8 @@ def validate(options: SuiteOptions) -> tuple[Any, list[str]]:
         check_report_path("--write-expectations", options.write_expectations_path)
     if not options.timeout_scale > 0 or options.timeout_scale == float("inf"):
         raise UsageError(f"--timeout-scale {options.timeout_scale}: must be a positive number (e.g. 2 on a slow machine)")
+    if options.jobs < 1:
+        raise UsageError(f"--jobs {options.jobs}: must be 1 (one scenario at a time) or more")
     if options.max_hangs is not None and options.max_hangs < 0:
         raise UsageError(f"--max-hangs {options.max_hangs}: must be 0 (never stop) or more")
     adapter = load_adapter(options.adapter)
@@ -243,6 +251,7 @@ class _Collector:
 
     def __init__(self) -> None:
         self.report: Report | None = None
+        self.state: Any = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -250,6 +259,7 @@ class _Collector:
 
         state = session.config.stash.get(STATE_KEY, None)
         self.report = state.report if state is not None else None
+        self.state = state
 
 
 def run_suite(options: SuiteOptions, *, prepared: Prepared | None = None) -> SuiteRun:
@@ -281,7 +291,7 @@ def run_suite(options: SuiteOptions, *, prepared: Prepared | None = None) -> Sui
             line = next((ln for ln in output.splitlines() if ln.startswith("ERROR:")), "pytest usage error")
             raise UsageError(line.removeprefix("ERROR: ").strip())
         return SuiteRun(report=None, exit_code=3, output=output, pytest_exit=int(code))
-    return SuiteRun(report=collector.report, exit_code=collector.report.exit_code, output=output, pytest_exit=int(code))
+    return SuiteRun(report=collector.report, exit_code=collector.report.exit_code, output=output, pytest_exit=int(code), state=collector.state)
 
 
 def certify(

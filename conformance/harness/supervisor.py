@@ -37,38 +37,18 @@ class _Signalled(Exception):
     pass
 
 
-def run_supervised(options: Any) -> Any:
+def run_supervised(options: Any, prepared: Any = None) -> Any:
     """:func:`conformance.harness.certify.run_suite` in a forked child; same SuiteRun back."""
     from conformance.harness.certify import SuiteRun, prepare, run_suite
 
     if not can_fork():
-        return run_suite(options)
-    prepared = prepare(options)  # usage errors (exit 2) are found here, before any fork
+        return run_suite(options, prepared=prepared)
+    if prepared is None:
+        prepared = prepare(options)  # usage errors (exit 2) are found here, before any fork
     workdir = tempfile.mkdtemp(prefix="akc-run-")
     progress = os.path.join(workdir, "progress.jsonl")
     result_path = os.path.join(workdir, "result.json")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # ------------------------------------------------------------ the child
-        code = 0
-        try:
-            out = _child(options, prepared, progress)
-            tmp = result_path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(out))
-            os.replace(tmp, result_path)
-        except BaseException:  # noqa: BLE001 - the parent reports a child without a result
-            code = 70
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                from conformance.wire.connection import _kill_leftovers
-
-                _kill_leftovers()
-            finally:
-                os._exit(code)
+    pid = fork_child(options, prepared, progress, result_path)
     # ------------------------------------------------------------------------- the parent
     try:
         status, signum = _wait(pid)
@@ -102,7 +82,35 @@ def run_supervised(options: Any) -> Any:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _child(options: Any, prepared: Any, progress: str) -> dict[str, Any]:
+def fork_child(options: Any, prepared: Any, progress: str, result_path: str, extra: Any = None) -> int:
+    """Fork the child that runs the suite with ``options``; it writes its result (JSON, plus
+    ``extra(run)`` when given) to ``result_path`` and its progress to ``progress``. Returns its pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid != 0:
+        return pid
+    code = 0
+    try:
+        out = _child(options, prepared, progress, extra)
+        tmp = result_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(out))
+        os.replace(tmp, result_path)
+    except BaseException:  # noqa: BLE001 - the parent reports a child without a result
+        code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            from conformance.wire.connection import _kill_leftovers
+
+            _kill_leftovers()
+        finally:
+            os._exit(code)
+
+
+def _child(options: Any, prepared: Any, progress: str, extra: Any = None) -> dict[str, Any]:
     from conformance.errors import UsageError
     from conformance.harness.certify import run_suite
 
@@ -111,12 +119,15 @@ def _child(options: Any, prepared: Any, progress: str) -> dict[str, Any]:
         run = run_suite(options, prepared=prepared)
     except UsageError as exc:
         return {"usage_error": str(exc), "exit_code": 2}
-    return {
+    out = {
         "report": json.loads(run.report.model_dump_json()) if run.report is not None else None,
         "exit_code": run.exit_code,
         "output": run.output,
         "pytest_exit": run.pytest_exit,
     }
+    if extra is not None:
+        out.update(extra(run))
+    return out
 
 
 def _wait(pid: int) -> tuple[int, int | None]:
@@ -168,7 +179,18 @@ def describe_status(status: int) -> str:
 
 def crash_report(options: Any, prepared: Any, progress: str, status: int, signum: int | None) -> Any:
     """The incomplete report of a child that ended without its result, from its progress file."""
-    from conformance.harness.plugin import build_report, load_catalog_or_none
+    from conformance.harness.plugin import build_report
+
+    report = build_report(crash_state(options, prepared, progress, status, signum))  # type: ignore[arg-type]
+    if signum is not None:
+        report.exit_code = 128 + signum
+    return report
+
+
+def crash_state(options: Any, prepared: Any, progress: str, status: int, signum: int | None) -> Any:
+    """What :func:`~conformance.harness.plugin.build_report` needs of a child that ended without
+    its result, from its progress file: the checks (the one running named as the cause)."""
+    from conformance.harness.plugin import load_catalog_or_none
     from conformance.report.verdicts import Check
 
     checks: dict[str, Check] = {}
@@ -217,7 +239,4 @@ def crash_report(options: Any, prepared: Any, progress: str, status: int, signum
         failed_traces={}, collect_errors=[f"{cause}{where}; {ran} of {len(checks)} checks ran; the rest did not run"],
         started=prepared.started,
     )
-    report = build_report(state)  # type: ignore[arg-type]
-    if signum is not None:
-        report.exit_code = 128 + signum
-    return report
+    return state

@@ -107,6 +107,9 @@ class Report(_Model):
     errors: list[str] = Field(default_factory=list)
     exit_code: int
     duration_s: float = 0.0
+    #: Scenarios in flight at once: the shards of requirements run side by side, each in its own
+    #: process (``akc run --jobs N`` runs at most N; 1: one scenario after the other).
+    jobs: int = 1
     #: The requirement ids asked for with ``--req`` (None: the whole profile).
     selected: list[str] | None = None
     #: Set when the run was compared with an expectations file.

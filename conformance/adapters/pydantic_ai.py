@@ -283,6 +283,8 @@ MECHANISMS: dict[str, Mechanism] = {
     "spans": _m("native", "Instrumentation (OpenTelemetry)"),
     "journal": _m("native", "AgentRunResult.all_messages() / RunCancelled.all_messages()"),
     "cancellation": _m("native", "CancellationToken → RunCancelled"),
+    "subagents": _m("not-wired", "agent delegation: Agent.run(..., usage=ctx.usage) inside a tool (agent/abstract.py:435)",
+                    "the adapter does not map child agents onto it"),
 }
 
 

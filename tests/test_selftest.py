@@ -102,3 +102,24 @@ def test_selftest_sample() -> None:
     matrix = run_selftest(names=SAMPLE, workers=2)
     assert all(r.ok for r in matrix.rows), render(matrix)
     assert matrix.summary_line().startswith("mutants killed ")
+
+
+def test_one_batch_session_gives_each_job_the_verdicts_of_its_own_run() -> None:
+    """The workers certify their jobs in one pytest session (conformance.harness.batch): each job
+    gets the verdicts a session of its own gives (certify), and nothing of one job (a not-offered
+    skip, a failure) reaches the next."""
+    from conformance.harness.batch import run_batch
+    from conformance.harness.certify import certify
+
+    jobs = [
+        ("conformance.selftest.variants.choices:minimal_capabilities", "kernel", ["BOUND-004", "LOOP-001"], None),
+        ("conformance.selftest.mutants.loop:pre_tool_calls_reversed", "kernel", ["LOOP-007"], 2.0),
+        ("reference_kernel.adapter:factory", "kernel", ["BOUND-004", "LOOP-001", "LOOP-007"], None),
+    ]
+    alone = [certify(spec, profile=p, reqs=reqs, timeout_cap_s=cap).verdicts() for spec, p, reqs, cap in jobs]
+    batched: list[dict[str, str]] = []
+    run_batch(lambda certify: batched.extend(certify(spec, profile=p, reqs=reqs, timeout_cap_s=cap).verdicts()
+                                             for spec, p, reqs, cap in jobs))
+    assert batched == alone
+    assert alone[0]["BOUND-004"] == "not-offered" and alone[2]["BOUND-004"] == "pass"
+    assert alone[1]["LOOP-007"] == "fail" and alone[2]["LOOP-007"] == "pass"

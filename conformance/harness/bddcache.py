@@ -7,8 +7,8 @@ text: about 570,000 fixture look-ups in one ``akc run``, a third of its CPU time
 definitions a test sees depends only on where it sits (its parent node: every scenario of a
 module sees the same ones) and on the step definitions registered (all at collection, before
 any step runs), so that list is computed once per parent node and number of step definitions
-(pytest-bdd also leaves one fixture name per step text behind); each step then only matches the parsers, in the same
-order as pytest-bdd does.
+(pytest-bdd also leaves one fixture name per step text behind); a step's text is then matched
+against their parsers, in the same order as pytest-bdd does, once per text and type.
 
 The cache lives on the session's fixture manager (a new session starts empty) and the original
 function is put back when the session ends. A pytest-bdd without these internals is left alone.
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 _CACHE_ATTR = "_akc_step_fixturedefs"
+_MATCH_ATTR = "_akc_step_matches"
 
 
 def install() -> Callable[[], None] | None:
@@ -51,11 +52,19 @@ def install() -> Callable[[], None] | None:
         return found
 
     def find_fixturedefs_for_step(step: Any, fixturemanager: Any, node: Any) -> list[Any]:
-        return [
-            fixturedef
-            for fixturedef, context in step_definitions(fixturemanager, node)
-            if (context.type is None or context.type == step.type) and context.parser.is_matching(step.name)
-        ]
+        definitions = step_definitions(fixturemanager, node)
+        # The match depends only on the visible definitions and the step's type and text, which
+        # recur across scenarios (and across the jobs of a batch): matched once per text.
+        matches = fixturemanager.__dict__.setdefault(_MATCH_ATTR, {})
+        key = (id(definitions), step.type, step.name)
+        found = matches.get(key)
+        if found is None:
+            found = matches[key] = [
+                fixturedef
+                for fixturedef, context in definitions
+                if (context.type is None or context.type == step.type) and context.parser.is_matching(step.name)
+            ]
+        return list(found)
 
     find_fixturedefs_for_step._akc_memoised = True  # type: ignore[attr-defined]
     bdd_scenario.find_fixturedefs_for_step = find_fixturedefs_for_step

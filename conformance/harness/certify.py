@@ -262,6 +262,15 @@ class _Collector:
         self.state = state
 
 
+def hypothesis_storage(stack: contextlib.ExitStack) -> None:
+    """Hypothesis keeps an example database: in this run's own temp folder (unless the user chose
+    one), never in the working directory nor in a folder shared by every run on the machine."""
+    if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="akc-hypothesis-"))
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tmp
+        stack.callback(os.environ.pop, "HYPOTHESIS_STORAGE_DIRECTORY", None)
+
+
 def run_suite(options: SuiteOptions, *, prepared: Prepared | None = None) -> SuiteRun:
     """Validate, run the suite in-process, return the Report and the exit code (130/143 for a
     run interrupted by SIGINT/SIGTERM, with an incomplete report).
@@ -273,13 +282,8 @@ def run_suite(options: SuiteOptions, *, prepared: Prepared | None = None) -> Sui
     collector = _Collector()
     args = pytest_args(options)
     buffer = io.StringIO()
-    # Hypothesis keeps an example database: in this run's own temp folder (unless the user chose
-    # one), never in the working directory nor in a folder shared by every run on the machine.
     with contextlib.ExitStack() as stack:
-        if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
-            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="akc-hypothesis-"))
-            os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tmp
-            stack.callback(os.environ.pop, "HYPOTHESIS_STORAGE_DIRECTORY", None)
+        hypothesis_storage(stack)
         if options.verbose:
             code = pytest.main(args, plugins=[collector])
         else:

@@ -159,6 +159,9 @@ class AkcState:
     #: ``--akc-expect``: the expected results (conformance.report.expectations.Expectations).
     expectations: Any = None
     restore_signals: Any = None
+    #: Set by conformance.harness.batch for the state of its session: the collection is kept
+    #: whole (each job selects from it) and the session builds no report of its own.
+    batch: bool = False
 
     def portal(self) -> PortalRunner:
         if self.runner is None:
@@ -525,11 +528,42 @@ def item_meta(item: pytest.Item) -> ItemMeta | None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     if not _active(config):
         return
+    state = config.stash[STATE_KEY]
+    if state.batch:
+        if "hypothesis" in sys.modules:
+            state.restore_hypothesis = freeze_hypothesis_constants()
+        return
+    keep, dropped, not_offered = select_items(state, items)
+    for item in keep:
+        meta = item.stash.get(META_KEY, None)
+        if meta is None or item.nodeid not in state.checks:
+            continue
+        if item.nodeid in not_offered:
+            item.add_marker(pytest.mark.skip(reason=not_offered[item.nodeid]))
+        item.user_properties.append(("requirements", " ".join(meta.requirement_ids)))
+        item.user_properties.append(("scenario", meta.scenario))
+        item.user_properties.append(("feature", meta.feature))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+    if "hypothesis" in sys.modules:  # a property was collected (else none can run)
+        state.restore_hypothesis = freeze_hypothesis_constants()
+    if state.progress is not None:
+        state.progress.header(state, items)
+    if state.hypothesis_profile == "explore":
+        _explore(state, keep)
+
+
+def select_items(state: AkcState, items: list[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item], dict[str, str]]:
+    """What this run's profile, ``--req`` and smoke selection keep of ``items``: (kept, dropped,
+    the kept items that are *not offered*: node id → skip reason). Gives each kept suite item
+    its Check in ``state.checks``; marks nothing, so that a batch (conformance.harness.batch) can
+    select anew for each job from one collection."""
     from conformance.report.verdicts import Check
 
-    state = config.stash[STATE_KEY]
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
+    not_offered: dict[str, str] = {}
     declared = set(state.info.capabilities)
     for item in items:
         meta = item_meta(item)
@@ -556,23 +590,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                     needed.update(getattr(req, "also_requires", None) or ())
         missing = sorted(needed - declared)
         if missing:
-            item.add_marker(pytest.mark.skip(reason=f"not offered: capability {', '.join(missing)} not declared"))
-        item.user_properties.append(("requirements", " ".join(meta.requirement_ids)))
-        item.user_properties.append(("scenario", meta.scenario))
-        item.user_properties.append(("feature", meta.feature))
+            not_offered[item.nodeid] = f"not offered: capability {', '.join(missing)} not declared"
         state.checks[item.nodeid] = Check(
             requirement_ids=meta.requirement_ids, feature=meta.feature, scenario=meta.scenario, profiles=meta.profiles
         )
         keep.append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
-    if "hypothesis" in sys.modules:  # a property was collected (else none can run)
-        state.restore_hypothesis = freeze_hypothesis_constants()
-    if state.progress is not None:
-        state.progress.header(state, items)
-    if state.hypothesis_profile == "explore":
-        _explore(state, keep)
+    return keep, dropped, not_offered
 
 
 def _explore(state: AkcState, items: list[pytest.Item]) -> None:
@@ -796,9 +819,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
 
 
 def _finish(session: pytest.Session, exitstatus: int) -> None:
+    if _active(session.config) and not session.config.stash[STATE_KEY].batch:
+        finish_run(session, exitstatus)
+
+
+def finish_run(session: pytest.Session, exitstatus: int) -> None:
+    """Build the active state's report (``state.report``) and write the files asked for."""
     config = session.config
-    if not _active(config):
-        return
     state = config.stash[STATE_KEY]
     from conformance.report.writers import write_reports
 

@@ -12,9 +12,10 @@ those it is expected to break; ``area`` adds the gating rows of the same area an
 requirements the smoke scenarios of that profile check; ``full`` runs the whole suite, which is
 what shows every requirement a mutant fails (how coarse the checks are).
 
-The jobs are spread over worker processes (each runs the suite in-process, one job after the
-other, through :func:`conformance.harness.certify.certify`), so imports and collection set-up are paid once
-per worker, and a mutant that corrupts process state cannot touch the parent.
+The jobs are spread over worker processes. Each worker runs one pytest session that collects the
+suite once and certifies its jobs one after the other on that collection
+(:mod:`conformance.harness.batch`), so imports, pytest's start-up and collection are paid once per
+worker, not once per job; a mutant that corrupts process state cannot touch the parent.
 """
 
 from __future__ import annotations
@@ -27,14 +28,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.catalog.requirements import load_catalog
 from conformance.paths import features_dir
 from conformance.selftest.registry import Entry, entries
+
+if TYPE_CHECKING:  # pragma: no cover
+    from conformance.harness.batch import Certify
 
 #: A mutant that hangs (waits for a terminal tool that never comes...) should not cost the
 #: scenario's whole hard timeout; the reference kernel finishes every scenario far below this.
@@ -252,18 +257,14 @@ def job_for(entry: Entry, scope: str = "target") -> Job:
 # --------------------------------------------------------------------------- running
 
 
-def run_job(job: Job) -> JobResult:
-    """Certify one mutant or variant in this process."""
-    from conformance.harness.certify import certify
-    from conformance.selftest.registry import REGISTRY
-
-    entries()
+def run_job(job: Job, certify: Certify) -> JobResult:
+    """Certify one mutant or variant with ``certify`` (a batch's: see :func:`run_here`)."""
     started = time.perf_counter()
     reports = []
     try:
         cap = MUTANT_TIMEOUT_CAP_S if job.kind == "mutant" else None
         for _ in range(max(1, job.runs)):
-            reports.append(certify(REGISTRY[job.name].make, profile=job.profile, reqs=job.reqs, timeout_cap_s=cap, pytest_args=FAST_ARGS))
+            reports.append(certify(job.spec, profile=job.profile, reqs=job.reqs, timeout_cap_s=cap))
     except Exception as exc:  # a harness error: neither killed nor passing, say why
         return JobResult(job.name, job.kind, 3, {}, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500])
     first = reports[0]
@@ -271,24 +272,45 @@ def run_job(job: Job) -> JobResult:
                      reruns=[r.verdicts() for r in reports[1:]])
 
 
-def _worker(jobs_path: str, out_path: str) -> None:
-    """Run the jobs of ``jobs_path`` that no other worker has claimed (a claim is a file created
-    with O_EXCL next to it), so the workers share one queue without talking to each other."""
-    jobs = [Job(**j) for j in json.loads(Path(jobs_path).read_text(encoding="utf-8"))]
-    claims = Path(jobs_path).with_suffix(".claims")
+def run_here(jobs: Iterable[Job], done: Callable[[JobResult], None]) -> None:
+    """Run ``jobs`` one after the other in this process, in one pytest session that collects the
+    suite once (:func:`conformance.harness.batch.run_batch`); ``done`` gets each result as it
+    comes. ``jobs`` may be lazy (a worker claims its next job only when it is free)."""
+    from conformance.harness.batch import run_batch
+
+    entries()  # the mutant and variant modules register their factories (the specs)
+
+    def body(certify: Certify) -> None:
+        for i, job in enumerate(jobs):
+            done(run_job(job, certify))
+            if i == 0:
+                gc.freeze()  # what the first job imported stays: later collections skip it
+
+    run_batch(body, extra_args=FAST_ARGS)
+
+
+def _claimed(jobs: list[Job], claims: Path) -> Iterator[Job]:
+    """The jobs no other worker has claimed (a claim is a file created with O_EXCL in
+    ``claims``), so the workers share one queue without talking to each other."""
     claims.mkdir(exist_ok=True)
-    ran = 0
+    for job in jobs:
+        try:
+            os.close(os.open(claims / job.name, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        yield job
+
+
+def _worker(jobs_path: str, out_path: str) -> None:
+    """Run the jobs of ``jobs_path`` this worker claims, writing each result as a JSON line."""
+    jobs = [Job(**j) for j in json.loads(Path(jobs_path).read_text(encoding="utf-8"))]
     with open(out_path, "w", encoding="utf-8") as out:
-        for job in jobs:
-            try:
-                os.close(os.open(claims / job.name, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            except FileExistsError:
-                continue
-            out.write(json.dumps(asdict(run_job(job))) + "\n")
+
+        def done(result: JobResult) -> None:
+            out.write(json.dumps(asdict(result)) + "\n")
             out.flush()
-            ran += 1
-            if ran == 1:
-                gc.freeze()  # what the first run imported stays: later collections skip it
+
+        run_here(_claimed(jobs, Path(jobs_path).with_suffix(".claims")), done)
 
 
 def _cost(job: Job) -> float:
@@ -326,7 +348,9 @@ def _spawn(jobs: list[Job], workers: int, tmp: Path, env: dict[str, str]) -> tup
 
 def run_jobs(jobs: list[Job], workers: int) -> list[JobResult]:
     if workers <= 1:
-        return [run_job(job) for job in jobs]
+        results: list[JobResult] = []
+        run_here(jobs, results.append)
+        return results
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)

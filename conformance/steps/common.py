@@ -190,11 +190,13 @@ class ScenarioContext:
 
     def final_scenario(self) -> Scenario:
         """The scenario as handed to the adapter (recording hooks first, then scripted ones)."""
-        scenario = self.scenario.model_copy(deep=True)
+        # Dumped and validated anew: a copy the adapter may change without touching the step's
+        # scenario (no deep copy first: the dump is already one).
+        data = self.scenario.model_dump()
         if self.record_hooks:
-            recs = [HookDef(id=f"rec:{p}", point=p) for p in HOOK_POINTS[scenario.profile]]
-            scenario.hooks = recs + [h for h in scenario.hooks if not h.id.startswith("rec:")]
-        return Scenario.model_validate(scenario.model_dump())
+            recs = [HookDef(id=f"rec:{p}", point=p).model_dump() for p in HOOK_POINTS[self.scenario.profile]]
+            data["hooks"] = recs + [h for h in data["hooks"] if not h["id"].startswith("rec:")]
+        return Scenario.model_validate(data)
 
     # ----------------------------------------------------------------- running
 

@@ -90,28 +90,29 @@ class ToolEntry:
     validator: Draft202012Validator | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Call:
     """One tool_use block of a turn, its slot for the result, and what the loop decided."""
 
     index: int
     call: dict[str, Any]  # {"id", "name", "args"} as the model asked
-    entry: ToolEntry | None = None
-    content: str | None = None  # set once the call has a result
-    is_error: bool = False
-    duration_ms: float = 0.0
-    approval: str | None = None
-    args: Any = None  # the arguments the tool actually got
-    raw: str | None = None  # input_json that was not a JSON object
-    recheck: bool = False  # check the schema again right before running (args may have changed)
+    id: str  # the call's id and tool name, read once (the loop reads them many times a turn)
+    name: str
+    entry: ToolEntry | None
+    content: str | None  # set once the call has a result
+    is_error: bool
+    duration_ms: float
+    approval: str | None
+    args: Any  # the arguments the tool actually got
+    raw: str | None  # input_json that was not a JSON object
+    recheck: bool  # check the schema again right before running (args may have changed)
 
-    @property
-    def id(self) -> str:
-        return self.call.get("id", "")
-
-    @property
-    def name(self) -> str:
-        return self.call.get("name", "")
+    def __init__(self, index: int, call: dict[str, Any]) -> None:
+        self.index, self.call = index, call
+        self.id, self.name = call.get("id", ""), call.get("name", "")
+        self.entry = self.content = self.approval = self.args = self.raw = None
+        self.is_error = self.recheck = False
+        self.duration_ms = 0.0
 
     def fail(self, content: str) -> None:
         self.content, self.is_error = content, True
@@ -475,15 +476,15 @@ class LoopCore:
         return goal if isinstance(goal, str) else json.dumps(args, sort_keys=True)
 
     def _record(self, c: Call) -> ToolCallRecord:
-        return ToolCallRecord(
-            call_id=c.id,
-            name=c.name,
-            args=c.args if c.args is not None else c.call.get("args"),
-            result=c.content or "",
-            is_error=c.is_error,
-            risk=c.entry.spec.risk if c.entry else None,
-            duration_ms=c.duration_ms,
-            approval=c.approval,
+        return ToolCallRecord(  # positional: call_id, name, args, result, is_error, risk, duration_ms, approval
+            c.id,
+            c.name,
+            c.args if c.args is not None else c.call.get("args"),
+            c.content or "",
+            c.is_error,
+            c.entry.spec.risk if c.entry else None,
+            c.duration_ms,
+            c.approval,
         )
 
     @staticmethod
@@ -691,12 +692,9 @@ class Kernel(LoopCore):
         """Step 2, then the request: system text, the (possibly replaced) history, and on the
         limit-reached turn no tool specs plus the synthetic instruction."""
         tool_specs = [] if limit is not None else list(self._model_tools)
-        out = await self._dispatch(
-            "pre-model-call",
-            {"payload": payload, "tool_specs": tool_specs, "params": {}},
-            run.turn,
-            run.turn_span,
-        )
+        out = {"payload": payload, "tool_specs": tool_specs, "params": {}}
+        if self.hooks.at("pre-model-call"):
+            out = await self._dispatch("pre-model-call", out, run.turn, run.turn_span)
         return self._build_request(run, out, limit)
 
     def _system_messages(self) -> list[dict[str, Any]]:
@@ -828,6 +826,9 @@ class Kernel(LoopCore):
     async def _plan_ready(self, run: RunSession, plan: dict[str, Any]) -> dict[str, Any]:
         """Step 11: the veto chain, dispatched for every turn with tool calls, in its own span."""
         span = self.spans.start("plan-ready", "veto_chain", run.turn_span, {"items": len(plan["items"])})
+        if not self.hooks.at("plan-ready"):  # an empty chain: its span, nothing to await
+            self.spans.end(span)
+            return plan
         try:
             out = await self._dispatch("plan-ready", plan, run.turn, span, self._apply_veto)
         finally:

@@ -148,6 +148,7 @@ class MemoryJournal:
         self._tool_calls: list[bytes] = []  # rows
         self._usage: list[UsageEvent] = []
         self._usage_tags: list[tuple[str, ...]] = []  # each event's turn's tags
+        self._last_tags: tuple[list[str], tuple[str, ...]] | None = None  # the last ones, to share
 
     def _require_session(self, session_id: str) -> None:
         if session_id not in self._sessions:
@@ -209,7 +210,10 @@ class MemoryJournal:
         if event.session_id not in self._sessions:
             raise UnknownSessionError(event.session_id)
         self._usage.append(event)
-        self._usage_tags.append(tuple(turn.tags))
+        tags = self._last_tags
+        if tags is None or tags[0] != turn.tags:  # a turn's events share one tuple of its tags
+            tags = self._last_tags = (list(turn.tags), tuple(turn.tags))
+        self._usage_tags.append(tags[1])
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
         record = self._sessions.get(session_id)

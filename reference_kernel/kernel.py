@@ -45,6 +45,7 @@ from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, Usage
 from reference_kernel.spans import MemorySpanRecorder, SpanRecorder
 from reference_kernel.tags import merge_tags
 
+_perf_counter = time.perf_counter  # a tool call's duration_ms (read twice a call)
 TITLE_CHARS = 60  # CommonOS titles a new session with the first 60 characters of its first message
 
 # Subtypes (003 names the bound ones; the others are ours, documented in docs/reference-kernel.md).
@@ -107,12 +108,27 @@ class Call:
     raw: str | None  # input_json that was not a JSON object
     recheck: bool  # check the schema again right before running (args may have changed)
 
-    def __init__(self, index: int, call: dict[str, Any]) -> None:
-        self.index, self.call = index, call
-        self.id, self.name = call.get("id", ""), call.get("name", "")
-        self.entry = self.content = self.approval = self.args = self.raw = None
-        self.is_error = self.recheck = False
+    def __init__(
+        self,
+        index: int,
+        call: dict[str, Any],
+        entry: ToolEntry | None = None,
+        args: Any = None,
+        raw: str | None = None,
+        recheck: bool = False,
+    ) -> None:
+        self.index = index
+        self.call = call
+        self.id = call.get("id", "")
+        self.name = call.get("name", "")
+        self.entry = entry
+        self.content = None
+        self.is_error = False
         self.duration_ms = 0.0
+        self.approval = None
+        self.args = args
+        self.raw = raw
+        self.recheck = recheck
 
     def fail(self, content: str) -> None:
         self.content, self.is_error = content, True
@@ -402,11 +418,14 @@ class LoopCore:
     def _prepare(self, index: int, call: dict[str, Any], bad: dict[str, str], check_schema: bool = True) -> Call:
         """Look the tool up and check the arguments (a JSON object fitting the tool's schema);
         a fault becomes the call's result. 000 checks the schema later, after Modify."""
-        c = Call(index, call)
-        c.entry = self._tools.get(c.name)
-        c.args = call.get("args")
-        c.raw = bad.get(c.id) if bad else None
-        c.recheck = not check_schema
+        c = Call(
+            index,
+            call,
+            entry=self._tools.get(call.get("name", "")),
+            args=call.get("args"),
+            raw=bad.get(call.get("id", "")) if bad else None,
+            recheck=not check_schema,
+        )
         if c.entry is None:
             c.fail(f"Unknown tool: {c.name!r}")
         elif c.raw is not None:
@@ -444,7 +463,7 @@ class LoopCore:
             c.fail(problem)
             return
         span = self.spans.start(c.name, "tool", parent_span, {"call_id": c.id, "name": c.name})
-        started = time.perf_counter()
+        started = _perf_counter()
         try:
             if c.entry.spec.delegate is not None:
                 c.content, c.is_error = await self._delegate(c, ctx, span)
@@ -452,13 +471,14 @@ class LoopCore:
                 assert c.entry.fn is not None
                 reset = current_call.set({"id": c.id, "name": c.name, "args": c.args})
                 try:
-                    c.content, c.is_error = _normalise_output(await c.entry.fn(c.args, ctx.turn))
+                    out = await c.entry.fn(c.args, ctx.turn)
+                    c.content, c.is_error = (out, False) if type(out) is str else _normalise_output(out)
                 finally:
                     current_call.reset(reset)
         except Exception as exc:
             c.fail(str(exc) or type(exc).__name__)
         finally:
-            c.duration_ms = (time.perf_counter() - started) * 1000.0
+            c.duration_ms = (_perf_counter() - started) * 1000.0
             self.spans.end(span, {"is_error": c.is_error})
 
     async def _delegate(self, c: Call, ctx: Any, span: str) -> tuple[str, bool]:

@@ -106,8 +106,12 @@ class MemorySpanRecorder:
         self._count = number = self._count + 1
         # SpanRecord.__init__'s work, inline (a third of the cost of a start; four a RunTurn).
         span = _new_record(SpanRecord)
-        span.number, span.parent_id, span.name, span.kind = number, parent_id, name, kind
-        span.start, span.end = self._clock(), None
+        span.number = number
+        span.parent_id = parent_id
+        span.name = name
+        span.kind = kind
+        span.start = self._clock()
+        span.end = None
         # The attributes dict is kept as given (``end`` adds to it): callers pass a fresh one.
         span.attributes = attributes if attributes is not None else {}
         self.spans.append(span)

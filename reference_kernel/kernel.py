@@ -41,6 +41,7 @@ from reference_kernel.doom import DoomLoopDetector
 from reference_kernel.errors import ConfigError
 from reference_kernel.ids import IdGenerator
 from reference_kernel.journal import Journal, MemoryJournal
+from reference_kernel.jsontext import parse as parse_json
 from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, UsageEvent
 from reference_kernel.spans import MemorySpanRecorder, SpanRecorder
 from reference_kernel.tags import merge_tags
@@ -390,7 +391,7 @@ class LoopCore:
         if not text.strip():
             return {}
         try:
-            args = json.loads(text)
+            args = parse_json(text)
         except ValueError:
             args = None
         if isinstance(args, dict):

@@ -7,6 +7,8 @@ sub-agent) is cancelled with its parent, so stopping a parent stops its children
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 
 
@@ -87,13 +89,15 @@ class _TokenScope:
             self._scope = scope_class()
 
     def __enter__(self) -> anyio.CancelScope:
-        if self._token._cancelled:
-            self._scope.cancel()
-        self._token._scopes.append(self._scope)
-        return self._scope.__enter__()
+        token, scope = self._token, self._scope
+        if token._cancelled:
+            scope.cancel()
+        token._scopes.append(scope)
+        return scope.__enter__()
 
-    def __exit__(self, *exc_info: object) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        scope = self._scope
         try:
-            return bool(self._scope.__exit__(*exc_info))  # type: ignore[arg-type]
+            return bool(scope.__exit__(exc_type, exc, tb))
         finally:
-            self._token._scopes.remove(self._scope)
+            self._token._scopes.remove(scope)

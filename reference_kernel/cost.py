@@ -85,21 +85,26 @@ class CostLedger:
         return self._node(session_id).spent
 
     def exhausted(self, session_id: str) -> bool:
-        return self._node(session_id).remaining <= 0
+        node = self._nodes.get(session_id)  # once per RunTurn: _node's lookup, inline
+        return (node if node is not None else self._node(session_id)).remaining <= 0
 
     def charge(self, session_id: str, cost_usd: float) -> list[str]:
         """Subtract ``cost_usd`` on the path to the root; return the sessions now at <= 0
         (spender first, root last)."""
-        if math.isnan(cost_usd) or cost_usd < 0:
+        if not cost_usd >= 0:  # negative, or NaN (every comparison with NaN is false)
             raise ValueError(f"cost ledger: cost must be >= 0, got {cost_usd!r}")
-        node: _Node | None = self._node(session_id)
-        current: str | None = session_id
+        nodes = self._nodes
+        node = nodes.get(session_id)
+        if node is None:
+            node = self._node(session_id)  # raises, naming the session
+        current = session_id
         fired: list[str] = []
-        while node is not None:
+        while True:
             node.remaining -= cost_usd
             node.spent += cost_usd
             if node.remaining <= 0:
-                fired.append(current)  # type: ignore[arg-type]
-            current = node.parent
-            node = self._nodes[current] if current is not None else None
-        return fired
+                fired.append(current)
+            parent = node.parent
+            if parent is None:
+                return fired
+            current, node = parent, nodes[parent]

@@ -148,6 +148,7 @@ class MemoryJournal:
         self._tool_calls: list[bytes] = []  # rows
         self._usage: list[UsageEvent] = []
         self._usage_tags: list[tuple[str, ...]] = []  # each event's turn's tags
+        self._last_tags: tuple[list[str], tuple[str, ...]] | None = None  # the last ones, to share
 
     def _require_session(self, session_id: str) -> None:
         if session_id not in self._sessions:
@@ -176,8 +177,12 @@ class MemoryJournal:
         history = self._history.get(turn.session_id)
         if history is None:
             raise UnknownSessionError(turn.session_id)
-        _check_role(message)
-        data = _stored(message, "message")
+        if type(message) is not dict or type(message.get("role")) is not str:
+            _check_role(message)  # exact types pass without the call; anything else is checked
+        try:
+            data = marshal.dumps(message)
+        except ValueError:
+            data = _stored(message, "message")  # raises, naming what was refused
         key = self._turn_keys.get(turn.turn_id)
         if key is None or key[0] != turn.session_id:
             key = self._turn_keys[turn.turn_id] = (turn.session_id, turn.turn_id)
@@ -186,9 +191,14 @@ class MemoryJournal:
         history.append(data)
 
     async def record_tool_call(self, turn: TurnInfo, record: ToolCallRecord) -> None:
-        self._require_session(turn.session_id)
+        if turn.session_id not in self._sessions:
+            raise UnknownSessionError(turn.session_id)
         row = (turn.session_id, turn.turn_id, *record)  # decoded with _TOOL_CALL_FIELDS
-        self._tool_calls.append(_stored(row, f"tool call {record.call_id!r}"))
+        try:
+            data = marshal.dumps(row)
+        except ValueError:  # the message names the call: only built when refused
+            data = _stored(row, f"tool call {record.call_id!r}")
+        self._tool_calls.append(data)
 
     async def finish_turn(self, turn: TurnInfo, status: TurnStatus) -> None:
         entry = self._turns.get(turn.turn_id)
@@ -197,9 +207,13 @@ class MemoryJournal:
         entry["status"] = status
 
     async def record_usage(self, turn: TurnInfo, event: UsageEvent) -> None:
-        self._require_session(event.session_id)
+        if event.session_id not in self._sessions:
+            raise UnknownSessionError(event.session_id)
         self._usage.append(event)
-        self._usage_tags.append(tuple(turn.tags))
+        tags = self._last_tags
+        if tags is None or tags[0] != turn.tags:  # a turn's events share one tuple of its tags
+            tags = self._last_tags = (list(turn.tags), tuple(turn.tags))
+        self._usage_tags.append(tags[1])
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
         record = self._sessions.get(session_id)

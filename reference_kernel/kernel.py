@@ -41,10 +41,12 @@ from reference_kernel.doom import DoomLoopDetector
 from reference_kernel.errors import ConfigError
 from reference_kernel.ids import IdGenerator
 from reference_kernel.journal import Journal, MemoryJournal
+from reference_kernel.jsontext import parse as parse_json
 from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, UsageEvent
 from reference_kernel.spans import MemorySpanRecorder, SpanRecorder
 from reference_kernel.tags import merge_tags
 
+_perf_counter = time.perf_counter  # a tool call's duration_ms (read twice a call)
 TITLE_CHARS = 60  # CommonOS titles a new session with the first 60 characters of its first message
 
 # Subtypes (003 names the bound ones; the others are ours, documented in docs/reference-kernel.md).
@@ -90,28 +92,44 @@ class ToolEntry:
     validator: Draft202012Validator | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Call:
     """One tool_use block of a turn, its slot for the result, and what the loop decided."""
 
     index: int
     call: dict[str, Any]  # {"id", "name", "args"} as the model asked
-    entry: ToolEntry | None = None
-    content: str | None = None  # set once the call has a result
-    is_error: bool = False
-    duration_ms: float = 0.0
-    approval: str | None = None
-    args: Any = None  # the arguments the tool actually got
-    raw: str | None = None  # input_json that was not a JSON object
-    recheck: bool = False  # check the schema again right before running (args may have changed)
+    id: str  # the call's id and tool name, read once (the loop reads them many times a turn)
+    name: str
+    entry: ToolEntry | None
+    content: str | None  # set once the call has a result
+    is_error: bool
+    duration_ms: float
+    approval: str | None
+    args: Any  # the arguments the tool actually got
+    raw: str | None  # input_json that was not a JSON object
+    recheck: bool  # check the schema again right before running (args may have changed)
 
-    @property
-    def id(self) -> str:
-        return self.call.get("id", "")
-
-    @property
-    def name(self) -> str:
-        return self.call.get("name", "")
+    def __init__(
+        self,
+        index: int,
+        call: dict[str, Any],
+        entry: ToolEntry | None = None,
+        args: Any = None,
+        raw: str | None = None,
+        recheck: bool = False,
+    ) -> None:
+        self.index = index
+        self.call = call
+        self.id = call.get("id", "")
+        self.name = call.get("name", "")
+        self.entry = entry
+        self.content = None
+        self.is_error = False
+        self.duration_ms = 0.0
+        self.approval = None
+        self.args = args
+        self.raw = raw
+        self.recheck = recheck
 
     def fail(self, content: str) -> None:
         self.content, self.is_error = content, True
@@ -373,7 +391,7 @@ class LoopCore:
         if not text.strip():
             return {}
         try:
-            args = json.loads(text)
+            args = parse_json(text)
         except ValueError:
             args = None
         if isinstance(args, dict):
@@ -401,11 +419,14 @@ class LoopCore:
     def _prepare(self, index: int, call: dict[str, Any], bad: dict[str, str], check_schema: bool = True) -> Call:
         """Look the tool up and check the arguments (a JSON object fitting the tool's schema);
         a fault becomes the call's result. 000 checks the schema later, after Modify."""
-        c = Call(index, call)
-        c.entry = self._tools.get(c.name)
-        c.args = call.get("args")
-        c.raw = bad.get(c.id) if bad else None
-        c.recheck = not check_schema
+        c = Call(
+            index,
+            call,
+            entry=self._tools.get(call.get("name", "")),
+            args=call.get("args"),
+            raw=bad.get(call.get("id", "")) if bad else None,
+            recheck=not check_schema,
+        )
         if c.entry is None:
             c.fail(f"Unknown tool: {c.name!r}")
         elif c.raw is not None:
@@ -443,7 +464,7 @@ class LoopCore:
             c.fail(problem)
             return
         span = self.spans.start(c.name, "tool", parent_span, {"call_id": c.id, "name": c.name})
-        started = time.perf_counter()
+        started = _perf_counter()
         try:
             if c.entry.spec.delegate is not None:
                 c.content, c.is_error = await self._delegate(c, ctx, span)
@@ -451,13 +472,14 @@ class LoopCore:
                 assert c.entry.fn is not None
                 reset = current_call.set({"id": c.id, "name": c.name, "args": c.args})
                 try:
-                    c.content, c.is_error = _normalise_output(await c.entry.fn(c.args, ctx.turn))
+                    out = await c.entry.fn(c.args, ctx.turn)
+                    c.content, c.is_error = (out, False) if type(out) is str else _normalise_output(out)
                 finally:
                     current_call.reset(reset)
         except Exception as exc:
             c.fail(str(exc) or type(exc).__name__)
         finally:
-            c.duration_ms = (time.perf_counter() - started) * 1000.0
+            c.duration_ms = (_perf_counter() - started) * 1000.0
             self.spans.end(span, {"is_error": c.is_error})
 
     async def _delegate(self, c: Call, ctx: Any, span: str) -> tuple[str, bool]:
@@ -475,15 +497,15 @@ class LoopCore:
         return goal if isinstance(goal, str) else json.dumps(args, sort_keys=True)
 
     def _record(self, c: Call) -> ToolCallRecord:
-        return ToolCallRecord(
-            call_id=c.id,
-            name=c.name,
-            args=c.args if c.args is not None else c.call.get("args"),
-            result=c.content or "",
-            is_error=c.is_error,
-            risk=c.entry.spec.risk if c.entry else None,
-            duration_ms=c.duration_ms,
-            approval=c.approval,
+        return ToolCallRecord(  # positional: call_id, name, args, result, is_error, risk, duration_ms, approval
+            c.id,
+            c.name,
+            c.args if c.args is not None else c.call.get("args"),
+            c.content or "",
+            c.is_error,
+            c.entry.spec.risk if c.entry else None,
+            c.duration_ms,
+            c.approval,
         )
 
     @staticmethod
@@ -691,12 +713,9 @@ class Kernel(LoopCore):
         """Step 2, then the request: system text, the (possibly replaced) history, and on the
         limit-reached turn no tool specs plus the synthetic instruction."""
         tool_specs = [] if limit is not None else list(self._model_tools)
-        out = await self._dispatch(
-            "pre-model-call",
-            {"payload": payload, "tool_specs": tool_specs, "params": {}},
-            run.turn,
-            run.turn_span,
-        )
+        out = {"payload": payload, "tool_specs": tool_specs, "params": {}}
+        if self.hooks.at("pre-model-call"):
+            out = await self._dispatch("pre-model-call", out, run.turn, run.turn_span)
         return self._build_request(run, out, limit)
 
     def _system_messages(self) -> list[dict[str, Any]]:
@@ -828,6 +847,9 @@ class Kernel(LoopCore):
     async def _plan_ready(self, run: RunSession, plan: dict[str, Any]) -> dict[str, Any]:
         """Step 11: the veto chain, dispatched for every turn with tool calls, in its own span."""
         span = self.spans.start("plan-ready", "veto_chain", run.turn_span, {"items": len(plan["items"])})
+        if not self.hooks.at("plan-ready"):  # an empty chain: its span, nothing to await
+            self.spans.end(span)
+            return plan
         try:
             out = await self._dispatch("plan-ready", plan, run.turn, span, self._apply_veto)
         finally:

@@ -13,15 +13,16 @@ class DroppingSpans:
 
     def __init__(self, inner: Any, drop: Callable[[str, str, dict[str, Any]], bool]) -> None:
         self._inner, self._drop = inner, drop
+        self._dropped: set[str] = set()
 
     @property
     def spans(self) -> list[dict[str, Any]]:
-        return self._inner.spans
+        return [s for s in self._inner.spans if s["span_id"] not in self._dropped]
 
     def start(self, name: str, kind: str, parent_id: str | None, attributes: dict[str, Any] | None = None) -> str:
         span_id = self._inner.start(name, kind, parent_id, attributes)
         if self._drop(name, kind, dict(attributes or {})):
-            self._inner.spans[:] = [s for s in self._inner.spans if s["span_id"] != span_id]
+            self._dropped.add(span_id)
         return span_id
 
     def end(self, span_id: str, attributes: dict[str, Any] | None = None) -> None:

@@ -267,8 +267,23 @@ def hypothesis_storage(stack: contextlib.ExitStack) -> None:
     one), never in the working directory nor in a folder shared by every run on the machine."""
     if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="akc-hypothesis-"))
+        share_unicode_table(Path(tmp))
         os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tmp
         stack.callback(os.environ.pop, "HYPOTHESIS_STORAGE_DIRECTORY", None)
+
+
+def share_unicode_table(storage: Path) -> None:
+    """Hypothesis caches its table of Unicode categories (a scan of every code point, ~0.3 s)
+    in its storage folder; that table holds nothing of a run, so a run's own folder links to
+    one kept per user in the temp dir instead of building it anew every run."""
+    shared = Path(tempfile.gettempdir()) / f"akc-hypothesis-unicode-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    try:
+        shared.mkdir(mode=0o700, exist_ok=True)
+        if shared.is_symlink() or shared.stat().st_uid != os.getuid():
+            return  # not ours: build the table in the run's folder as before
+        (storage / "unicode_data").symlink_to(shared, target_is_directory=True)
+    except (OSError, AttributeError):
+        pass
 
 
 def run_suite(options: SuiteOptions, *, prepared: Prepared | None = None) -> SuiteRun:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import sys
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -199,6 +200,10 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         "no:respx",
         "-p",
         "no:syrupy",
+        # anyio's pytest plugin (for async tests; the suite has none: the harness runs its own
+        # event loop) imports every installed backend, trio included, when it loads.
+        "-p",
+        "no:anyio",
     ]
     if not options.verbose:
         # The verdicts' messages come from the exceptions themselves, and the captured output is
@@ -262,9 +267,14 @@ class _Collector:
         self.state = state
 
 
-def hypothesis_storage(stack: contextlib.ExitStack) -> None:
+def hypothesis_storage(stack: contextlib.ExitStack, backend: str = "asyncio") -> None:
     """Hypothesis keeps an example database: in this run's own temp folder (unless the user chose
     one), never in the working directory nor in a folder shared by every run on the machine."""
+    if backend != "trio" and "HYPOTHESIS_NO_PLUGINS" not in os.environ and "hypothesis" not in sys.modules:
+        # Hypothesis loads its plugins when imported: trio's (installed with trio) only makes
+        # trio's scheduling deterministic, and costs importing trio plus a full garbage collection.
+        os.environ["HYPOTHESIS_NO_PLUGINS"] = "1"
+        stack.callback(os.environ.pop, "HYPOTHESIS_NO_PLUGINS", None)
     if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="akc-hypothesis-"))
         share_unicode_table(Path(tmp))
@@ -298,7 +308,7 @@ def run_suite(options: SuiteOptions, *, prepared: Prepared | None = None) -> Sui
     args = pytest_args(options)
     buffer = io.StringIO()
     with contextlib.ExitStack() as stack:
-        hypothesis_storage(stack)
+        hypothesis_storage(stack, options.backend)
         if options.verbose:
             code = pytest.main(args, plugins=[collector])
         else:

@@ -160,6 +160,7 @@ class AkcState:
     expectations: Any = None
     restore_signals: Any = None
     thaw_gc: Any = None
+    restore_gc: Any = None
     #: Set by conformance.harness.batch for the state of its session: the collection is kept
     #: whole (each job selects from it) and the session builds no report of its own.
     batch: bool = False
@@ -384,6 +385,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     state.restore_bdd = bddcache.install()
     skip_final_collections(config)
+    state.restore_gc = fewer_young_collections()
     if state.traces_dir:
         from conformance.trace.canonical import clear_traces
 
@@ -405,6 +407,23 @@ def skip_final_collections(config: pytest.Config) -> None:
     config.stash[gc_collect_iterations_key] = 0
 
 
+#: Allocations between two young-generation collections during a run (Python's default: 700).
+YOUNG_THRESHOLD = 10_000
+
+
+def fewer_young_collections() -> Any:
+    """A run allocates many short-lived objects (events, dicts, models) and keeps few: with the
+    default threshold the collector ran ~1,200 young collections a run (~0.3 s); with a larger
+    one ~80, for ~0.1 s less. Returns the undo."""
+    import gc
+
+    previous = gc.get_threshold()
+    if previous[0] == 0 or previous[0] >= YOUNG_THRESHOLD:
+        return None  # disabled, or already tuned by the caller
+    gc.set_threshold(YOUNG_THRESHOLD, *previous[1:])
+    return lambda: gc.set_threshold(*previous)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection built (modules, features, items) lives until the session ends: frozen, the
     garbage collector no longer traverses it on every full collection of the run (a fifth of a
@@ -424,6 +443,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.thaw_gc is not None:
         state.thaw_gc()
         state.thaw_gc = None
+    if state.restore_gc is not None:
+        state.restore_gc()
+        state.restore_gc = None
     if state.runner is not None:
         state.runner.stop()
         state.runner = None

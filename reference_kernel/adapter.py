@@ -53,7 +53,7 @@ from reference_kernel.ids import IdGenerator
 from reference_kernel.journal import MemoryJournal
 from reference_kernel.kernel import DOOM_LOOP, Kernel, LoopCore
 from reference_kernel.records import TurnInfo
-from reference_kernel.spans import MemorySpanRecorder
+from reference_kernel.spans import MemorySpanRecorder, SpanRecord
 from reference_kernel.tags import merge_tags
 
 CAPABILITIES = ["max_cost_usd", "max_wall_clock_s", "soft_limits", "subagents", "injectable_clock", "live_clock"]
@@ -346,7 +346,7 @@ class ReferenceAdapter:
             outcomes=[o for o in outcomes if o is not None],
             journal=JournalDump.model_validate(dump),
             usage=[UsageOut.model_validate(e.as_dict()) for e in kernel.usage],
-            spans=[Span.model_validate(s) for s in kernel.spans.spans],  # type: ignore[attr-defined]
+            spans=[Span.model_validate(s.as_dict() if isinstance(s, SpanRecord) else s) for s in kernel.spans.spans],  # type: ignore[attr-defined]
             raised=raised[0] if raised else None,
         )
 

@@ -494,6 +494,37 @@ def freeze_hypothesis_constants() -> Any:
     return restore
 
 
+def memoise_function_digest() -> Any:
+    """Hypothesis hashes each property's source (``inspect.getsource``, re-tokenised) twice per
+    run: for its random seed and for its database key. The digest depends on the function only,
+    so it is computed once per function for the session. Returns the undo (None: not patched)."""
+    try:
+        from hypothesis import core
+    except Exception:  # noqa: BLE001 - another Hypothesis version: nothing to memoise
+        return None
+    original = getattr(core, "function_digest", None)
+    if original is None:
+        return None
+    memo: dict[Any, bytes] = {}
+
+    def function_digest(function: Any) -> bytes:
+        try:
+            found = memo.get(function)
+        except TypeError:  # unhashable: computed every time, as before
+            return original(function)
+        if found is None:
+            found = memo[function] = original(function)
+        return found
+
+    core.function_digest = function_digest
+
+    def restore() -> None:
+        if core.function_digest is function_digest:
+            core.function_digest = original
+
+    return restore
+
+
 # --------------------------------------------------------------------------- collection
 
 
@@ -581,7 +612,13 @@ def pytest_freeze_constants_first(config: pytest.Config) -> None:
     if _active(config) and "hypothesis" in sys.modules:  # a property was collected (else none can run)
         state = config.stash[STATE_KEY]
         if state.restore_hypothesis is None:
-            state.restore_hypothesis = freeze_hypothesis_constants()
+            undo = [u for u in (freeze_hypothesis_constants(), memoise_function_digest()) if u is not None]
+
+            def restore() -> None:
+                for u in reversed(undo):
+                    u()
+
+            state.restore_hypothesis = restore if undo else None
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

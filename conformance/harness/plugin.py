@@ -13,6 +13,7 @@ and at the end computes the verdicts, writes the reports and sets the exit code
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import time
@@ -552,17 +553,28 @@ def properties_selected(suite_dir: Path, reqs: list[str]) -> bool:
 def property_requirement_ids(path: Any) -> set[str]:
     """The requirement ids a property module names in its ``@requirement("ID", ...)`` decorators,
     read without importing it (empty when it cannot be read: then it is collected as usual)."""
+    try:
+        stat = Path(path).stat()
+    except OSError:
+        return set()
+    return set(_property_requirement_ids(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _property_requirement_ids(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """Parsed once per process and version of the file (a ``--req`` run asks twice per module:
+    to choose the plugins, then to skip the module)."""
     import ast
 
     try:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
-        return set()
+        return frozenset()
     ids: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "requirement":
             ids.update(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
-    return ids
+    return frozenset(ids)
 
 
 def item_meta(item: pytest.Item) -> ItemMeta | None:

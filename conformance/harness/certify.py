@@ -283,17 +283,18 @@ def hypothesis_storage(stack: contextlib.ExitStack, backend: str = "asyncio") ->
 
 
 def share_unicode_table(storage: Path) -> None:
-    """Hypothesis caches its table of Unicode categories (a scan of every code point, ~0.3 s)
-    in its storage folder; that table holds nothing of a run, so a run's own folder links to
-    one kept per user in the temp dir instead of building it anew every run."""
-    shared = Path(tempfile.gettempdir()) / f"akc-hypothesis-unicode-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    """Hypothesis caches its table of Unicode categories (a scan of every code point, ~0.2 s) in
+    its storage folder; that table holds nothing of a run (it depends on the Unicode version
+    only), so a run's own folder links to one kept in the user's cache folder
+    (``$XDG_CACHE_HOME/akc``) instead of building it anew every run. The example database stays
+    in the run's folder."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    shared = Path(base) / "akc" / "hypothesis-unicode"
     try:
-        shared.mkdir(mode=0o700, exist_ok=True)
-        if shared.is_symlink() or shared.stat().st_uid != os.getuid():
-            return  # not ours: build the table in the run's folder as before
+        shared.mkdir(parents=True, exist_ok=True)
         (storage / "unicode_data").symlink_to(shared, target_is_directory=True)
-    except (OSError, AttributeError):
-        pass
+    except OSError:
+        pass  # built in the run's folder, as before
 
 
 def run_suite(options: SuiteOptions, *, prepared: Prepared | None = None) -> SuiteRun:

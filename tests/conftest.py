@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from conformance.harness.certify import SuiteOptions, SuiteRun, run_suite
+from conformance.report.model import Report
 
 
 @dataclass
@@ -28,3 +30,21 @@ def reference_run(tmp_path_factory: pytest.TempPathFactory) -> ReferenceRun:
     backend = os.environ.get("AKC_GOLDEN_BACKEND", "asyncio")  # `trio` re-checks determinism there
     run = run_suite(SuiteOptions(adapter="reference_kernel.adapter:factory", traces_dir=str(folder), backend=backend))
     return ReferenceRun(run=run, traces_dir=folder, backend=backend)
+
+
+@pytest.fixture(scope="session")
+def null_report() -> Callable[[str], Report]:
+    """``null_report("null_empty")``: the do-nothing kernel of that name certified once per test
+    session with :func:`conformance.certify` (the whole suite, every capability claimed), shared by
+    tests/test_null_kernel.py and the self-test's verdict on it (tests/test_selftest.py)."""
+    from conformance import certify
+    from tests.fakes import null
+
+    reports: dict[str, Report] = {}
+
+    def get(name: str) -> Report:
+        if name not in reports:
+            reports[name] = certify(getattr(null, name))
+        return reports[name]
+
+    return get

@@ -11,6 +11,7 @@ import pytest
 
 from conformance.harness.certify import SuiteOptions, SuiteRun, run_suite
 from conformance.report.model import Report
+from tests.inprocess import Ran, run_akc
 
 
 @dataclass
@@ -50,45 +51,9 @@ def null_report() -> Callable[[str], Report]:
     return get
 
 
-@dataclass
-class Ran:
-    """What ``akc ARGS`` gave: its exit code and what it wrote (as subprocess.CompletedProcess)."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
-def akc_here(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Ran]:
-    """``akc_here("run", ...)``: the ``akc`` entry point (``conformance.cli.main``) called in this
-    interpreter, from the checkout, with ``sys.argv`` set and stdout/stderr captured; for runs
-    whose point is what akc decides and writes, not the process (signals, ``os._exit``, start-up:
-    those keep a real subprocess). A run still forks its supervised child as ``akc run`` does.
-    Saves the start-up of a fresh interpreter (about 1.3 s of CPU per smoke run)."""
-    import contextlib
-    import io
-    import sys
-
-    from conformance import cli
-
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.chdir(root)
-    monkeypatch.syspath_prepend(str(root))
-
-    def run(*args: str) -> Ran:
-        cli._register()  # every command (a no-op once registered)
-        out, err = io.StringIO(), io.StringIO()
-        monkeypatch.setattr(sys, "argv", ["akc", *args])
-        code: int | str | None = 0
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                cli.main()
-            except SystemExit as exc:
-                code = exc.code
-        if isinstance(code, str):  # SystemExit("message"): printed on stderr, exit 1
-            err.write(code + "\n")
-            code = 1
-        return Ran(int(code or 0), out.getvalue(), err.getvalue())
-
-    return run
+def akc_here() -> Callable[..., Ran]:
+    """``akc_here("run", ...)``: the ``akc`` entry point called in this interpreter
+    (:func:`tests.inprocess.run_akc`), for runs whose point is what akc decides and writes, not
+    the process (signals, ``os._exit``, start-up: those keep a real subprocess)."""
+    return run_akc

@@ -8,6 +8,7 @@ codes of a dying process, start-up) keep ``python -m conformance`` in a subproce
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import sys
@@ -39,12 +40,16 @@ def run_akc(*args: str, cwd: Path | None = None) -> Ran:
     try:
         sys.argv = ["akc", *args]
         os.chdir(cwd or ROOT)
+        # The test session's objects are no garbage of this run: the collector skips them (as the
+        # harness does before it forks its shards), else a long run pays for the session's heap.
+        gc.freeze()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 cli.main()
             except SystemExit as exc:
                 code = exc.code
     finally:
+        gc.unfreeze()
         sys.argv = saved_argv
         os.chdir(saved_cwd)
         if added:

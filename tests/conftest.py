@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from conformance.harness.certify import SuiteOptions, SuiteRun, run_suite
+from conformance.report.model import Report
+from tests.inprocess import Ran, run_akc
 
 
 @dataclass
@@ -28,3 +31,29 @@ def reference_run(tmp_path_factory: pytest.TempPathFactory) -> ReferenceRun:
     backend = os.environ.get("AKC_GOLDEN_BACKEND", "asyncio")  # `trio` re-checks determinism there
     run = run_suite(SuiteOptions(adapter="reference_kernel.adapter:factory", traces_dir=str(folder), backend=backend))
     return ReferenceRun(run=run, traces_dir=folder, backend=backend)
+
+
+@pytest.fixture(scope="session")
+def null_report() -> Callable[[str], Report]:
+    """``null_report("null_empty")``: the do-nothing kernel of that name certified once per test
+    session with :func:`conformance.certify` (the whole suite, every capability claimed), shared by
+    tests/test_null_kernel.py and the self-test's verdict on it (tests/test_selftest.py)."""
+    from conformance import certify
+    from tests.fakes import null
+
+    reports: dict[str, Report] = {}
+
+    def get(name: str) -> Report:
+        if name not in reports:
+            reports[name] = certify(getattr(null, name))
+        return reports[name]
+
+    return get
+
+
+@pytest.fixture
+def akc_here() -> Callable[..., Ran]:
+    """``akc_here("run", ...)``: the ``akc`` entry point called in this interpreter
+    (:func:`tests.inprocess.run_akc`), for runs whose point is what akc decides and writes, not
+    the process (signals, ``os._exit``, start-up: those keep a real subprocess)."""
+    return run_akc

@@ -1,14 +1,16 @@
 """``akc run``: exit codes, report files, one-line usage errors, and the same verdicts as the
-pytest plugin. Real runs go through a subprocess (true exit codes and streams); usage errors,
-which stop before pytest starts, run in-process."""
+pytest plugin. Runs go through the ``akc`` entry point (``conformance.cli.main``: its exit code,
+stdout and stderr) in the test interpreter (tests/conftest.py ``akc_here``); usage errors, which
+stop before pytest starts, through the typer app. The real process (``python -m conformance``) is
+tested by tests/test_cli_catalog.py, tests/test_zoo.py and tests/test_jobs.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 import jsonschema
@@ -26,20 +28,13 @@ SMOKE = ["DONE-001", "LOOP-013", "TOOL-003", "CONC-001", "TURN-001"]
 FAKE = "tests.fakes.fake_kernel:factory"
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    env.pop("AKC_INNER", None)
-    return env
+@pytest.fixture
+def akc(akc_here: Callable[..., Any]) -> Callable[..., Any]:
+    """``akc run ARGS``."""
+    return lambda *args: akc_here("run", *args)
 
 
-def akc(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "conformance", "run", *args], capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=120
-    )
-
-
-def test_run_writes_valid_reports_and_exits_0(tmp_path: Path) -> None:
+def test_run_writes_valid_reports_and_exits_0(tmp_path: Path, akc: Callable[..., Any]) -> None:
     out = akc("--adapter", FAKE, "--smoke", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
               "--markdown", str(tmp_path / "r.md"), "--backend", "trio", "--all")
     assert out.returncode == 0, out.stdout + out.stderr
@@ -55,7 +50,7 @@ def test_run_writes_valid_reports_and_exits_0(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_run_reordering_adapter_exits_1_and_plugin_agrees(tmp_path: Path) -> None:
+def test_run_reordering_adapter_exits_1_and_plugin_agrees(tmp_path: Path, akc: Callable[..., Any]) -> None:
     out = akc("--adapter", "tests.fakes.broken:reordering", "--smoke", "--json", str(tmp_path / "cli.json"))
     assert out.returncode == 1, out.stdout + out.stderr
     assert "TOOL-003" in out.stdout and "fail" in out.stdout and "NOT conformant" in out.stdout
@@ -115,11 +110,12 @@ def test_profile_not_claimed_is_a_usage_error(app: typer.Typer, monkeypatch: pyt
     assert result.exit_code == 2 and "does not claim the commonagent profile" in result.output
 
 
-def _akc_cmd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "conformance", *args], capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=120)
+@pytest.fixture
+def _akc_cmd(akc_here: Callable[..., Any]) -> Callable[..., Any]:
+    return akc_here
 
 
-def test_version_help_and_unknown_flags() -> None:
+def test_version_help_and_unknown_flags(_akc_cmd: Callable[..., Any]) -> None:
     from conformance import __version__
 
     version = _akc_cmd("--version")
@@ -133,7 +129,7 @@ def test_version_help_and_unknown_flags() -> None:
     assert bad.returncode == 2 and "stdio:CMD" in bad.stderr and "pkg.module:factory" in bad.stderr
 
 
-def test_show_lists_the_checks_of_a_requirement() -> None:
+def test_show_lists_the_checks_of_a_requirement(_akc_cmd: Callable[..., Any]) -> None:
     out = _akc_cmd("show", "CONC-001")
     assert out.returncode == 0 and "checked by:" in out.stdout
     assert "scenario  smoke.feature / " in out.stdout and "property  test_prop_conc / " in out.stdout
@@ -141,7 +137,7 @@ def test_show_lists_the_checks_of_a_requirement() -> None:
     assert {c["kind"] for c in data["checked_by"]} == {"scenario", "property"}
 
 
-def test_plain_output_collapses_identical_errors_and_says_where_to_look(tmp_path: Path) -> None:
+def test_plain_output_collapses_identical_errors_and_says_where_to_look(tmp_path: Path, akc: Callable[..., Any]) -> None:
     out = akc("--adapter", "tests.fakes.broken:raising", "--smoke", "--junit", str(tmp_path / "r.xml"))
     assert out.returncode == 3, out.stdout + out.stderr
     lines = out.stdout.splitlines()

@@ -1,15 +1,19 @@
 """Expectation files (``akc run --expect`` / ``--write-expectations``, ``--akc-expect``): known
 failures do not fail the run, new ones do, stale entries are reported (and fail with --strict),
-a bad file is a usage error. Runs go through the real entry point (``python -m conformance``)."""
+a bad file is a usage error. Runs go through the ``akc`` entry point (``conformance.cli.main``) in
+this interpreter (tests/conftest.py ``akc_here``: exit code, stdout and stderr as a subprocess
+gives them, without a fresh interpreter's start-up); the pytest plugin's options likewise through
+``pytest.main``."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
-import subprocess
-import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -23,19 +27,12 @@ REORDERING = "tests.fakes.broken:reordering"  # fails TOOL-003 in the smoke set
 FAKE = "tests.fakes.fake_kernel:factory"  # passes the smoke set
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
+@pytest.fixture
+def akc(akc_here: Callable[..., Any]) -> Callable[..., Any]:
+    return akc_here
 
 
-def akc(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "conformance", *args], capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=180
-    )
-
-
-def test_write_then_expect_turns_known_failures_into_exit_0_and_marks_them(tmp_path: Path) -> None:
+def test_write_then_expect_turns_known_failures_into_exit_0_and_marks_them(tmp_path: Path, akc: Callable[..., Any]) -> None:
     exp = tmp_path / "akc-expectations.toml"
     first = akc("run", "--adapter", REORDERING, "--smoke", "--write-expectations", str(exp))
     assert first.returncode == 1, first.stdout + first.stderr  # writing does not hide the verdict
@@ -62,7 +59,7 @@ def test_write_then_expect_turns_known_failures_into_exit_0_and_marks_them(tmp_p
     assert "| TOOL-003 | DESCRIBED | fail (expected) |" in Path(files[2]).read_text()
 
 
-def test_a_new_failure_exits_1_and_is_named(tmp_path: Path) -> None:
+def test_a_new_failure_exits_1_and_is_named(tmp_path: Path, akc: Callable[..., Any]) -> None:
     exp = tmp_path / "e.toml"
     exp.write_text('format = 1\n\n[expected.LOOP-001]\nverdict = "fail"\n')
     out = akc("run", "--adapter", REORDERING, "--smoke", "--expect", str(exp))
@@ -71,7 +68,7 @@ def test_a_new_failure_exits_1_and_is_named(tmp_path: Path) -> None:
     assert "not checked in this run (other profile, --req or --smoke): LOOP-001" in out.stdout
 
 
-def test_stale_entries_warn_and_fail_only_with_strict(tmp_path: Path) -> None:
+def test_stale_entries_warn_and_fail_only_with_strict(tmp_path: Path, akc: Callable[..., Any]) -> None:
     exp = tmp_path / "e.toml"
     exp.write_text('format = 1\n\n[expected.TOOL-003]\nverdict = "fail"\nreason = "was broken"\n')
     warn = akc("run", "--adapter", FAKE, "--smoke", "--expect", str(exp))
@@ -101,7 +98,7 @@ def test_a_bad_expectations_file_is_a_usage_error(tmp_path: Path, text: str, wor
     assert words in str(exc.value) and "\n" not in str(exc.value)
 
 
-def test_unknown_id_through_the_entry_point_exits_2_before_running(tmp_path: Path) -> None:
+def test_unknown_id_through_the_entry_point_exits_2_before_running(tmp_path: Path, akc: Callable[..., Any]) -> None:
     exp = tmp_path / "e.toml"
     exp.write_text('[expected.ZZZ-999]\nverdict = "fail"\n')
     out = akc("run", "--adapter", FAKE, "--smoke", "--expect", str(exp))
@@ -110,17 +107,31 @@ def test_unknown_id_through_the_entry_point_exits_2_before_running(tmp_path: Pat
     assert missing.returncode == 2 and "cannot read it" in missing.stderr
 
 
-def test_the_pytest_plugin_has_the_same_options(tmp_path: Path) -> None:
+def test_the_pytest_plugin_has_the_same_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pytest --pyargs conformance.suite --kernel ...`` as a user runs it, through ``pytest.main``
+    in this interpreter (as tests/test_cli_run.py runs the plugin), its output captured."""
+    from conformance.harness.certify import _plugin_autoloaded
+
     exp = tmp_path / "e.toml"
     suite = ROOT / "conformance" / "suite"
-    base = [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "-c", str(suite / "pytest.ini"),
-            "--rootdir", str(suite), "-p", "no:cacheprovider", "-q", "--kernel", REORDERING, "--akc-smoke"]
-    wrote = subprocess.run([*base, "--akc-write-expectations", str(exp)], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=180)
-    assert wrote.returncode == 1, wrote.stdout[-2000:]
+    base = ["--pyargs", "conformance.suite", "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
+            "-p", "no:cacheprovider", "-q", "--kernel", REORDERING, "--akc-smoke",
+            *([] if _plugin_autoloaded() else ["-p", "conformance.harness.plugin"])]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+
+    def plugin_run(*args: str) -> tuple[int, str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = pytest.main([*base, *args])
+        return int(code), out.getvalue()
+
+    wrote, output = plugin_run("--akc-write-expectations", str(exp))
+    assert wrote == 1, output[-2000:]
     assert "TOOL-003" in tomllib.loads(exp.read_text())["expected"]
-    expect = subprocess.run([*base, "--akc-expect", str(exp)], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=180)
-    assert expect.returncode == 0, expect.stdout[-2000:]
-    assert "fail (expected)" in expect.stdout
+    expect, output = plugin_run("--akc-expect", str(exp))
+    assert expect == 0, output[-2000:]
+    assert "fail (expected)" in output
 
 
 def _report(*reqs: RequirementResult) -> Report:

@@ -99,7 +99,8 @@ def test_an_interrupted_sharded_run_exits_130_or_143_with_an_interrupted_report(
     assert "incomplete" in verdicts(data).values()
 
 
-def test_jobs_1_is_the_serial_path(tmp_path: Path) -> None:
-    out = akc("--adapter", inproc("Wrapper"), "--req", "DONE-001", "--jobs", "1", "--json", str(tmp_path / "r.json"))
+def test_jobs_1_is_the_serial_path(tmp_path: Path, akc_here: Any) -> None:
+    """Through the entry point in this interpreter (tests/inprocess.py): nothing here is about the process."""
+    out = akc_here("run", "--adapter", inproc("Wrapper"), "--req", "DONE-001", "--jobs", "1", "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert report(tmp_path / "r.json")["jobs"] == 1

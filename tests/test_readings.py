@@ -4,8 +4,7 @@ prints it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from typing import Any
 
 import pytest
 
@@ -56,11 +55,8 @@ def test_an_adapter_declaring_an_unknown_reading_is_a_usage_error() -> None:
         check_adapter(_Adapter({"final-turn-counts": "maybe"}), "test")
 
 
-def _akc(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "conformance", *args], capture_output=True, text=True)
-
-
-def test_akc_readings_lists_shows_and_refuses() -> None:
+def test_akc_readings_lists_shows_and_refuses(akc_here: Any) -> None:
+    _akc = akc_here  # the entry point, in this interpreter (tests/inprocess.py)
     listed = _akc("readings", "--json")
     assert listed.returncode == 0
     assert {r["id"] for r in json.loads(listed.stdout)} == {r.id for r in load_readings().reading}

@@ -7,13 +7,16 @@ catching its mutant, or starts rejecting an allowed variant, fails here with the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
 from typer.testing import CliRunner
 
 from conformance.catalog.requirements import load_catalog
 from conformance.harness.loading import load_adapter
 from conformance.selftest.registry import entries
-from conformance.selftest.runner import job_for, render, run_selftest, uncovered
+from conformance.report.model import Report
+from conformance.selftest.runner import JobResult, Row, job_for, render, run_selftest, uncovered
 
 
 def _app() -> typer.Typer:
@@ -86,12 +89,14 @@ def test_cli_lists_and_refuses_unknown_names() -> None:
 
 
 #: A representative sample for the project's tests (the whole matrix runs as its own step of
-#: .ci/run, `akc selftest`): one mutant per area and face, a do-nothing kernel (both are certified
-#: on their own by tests/test_null_kernel.py), two blind-round mutants, a racy mutant (several
-#: runs) and one legal variant (the reference kernel's own full run is tests/test_golden_traces.py
-#: and tests/test_cli_run.py). Two workers: the machine's two cores.
+#: .ci/run, `akc selftest`): one mutant per area and face, two blind-round mutants, a racy mutant
+#: (several runs) and one legal variant, a full-suite job (the reference kernel's own full run is
+#: tests/test_golden_traces.py and tests/test_cli_run.py). Two workers: the machine's two cores.
+#: The do-nothing kernels are certified once per session (tests/conftest.py ``null_report``):
+#: tests/test_null_kernel.py checks their reports, and the self-test's verdict on one of them is
+#: test_the_selftest_kills_a_do_nothing_kernel below.
 SAMPLE = [
-    "pre_tool_calls_reversed", "null_empty", "k_pre_tool_call_dedup",
+    "pre_tool_calls_reversed", "k_pre_tool_call_dedup",
     "a_modify_chain_from_original", "other_limit_wording",
 ]
 
@@ -102,6 +107,19 @@ def test_selftest_sample() -> None:
     matrix = run_selftest(names=SAMPLE, workers=2)
     assert all(r.ok for r in matrix.rows), render(matrix)
     assert matrix.summary_line().startswith("mutants killed ")
+
+
+def test_the_selftest_kills_a_do_nothing_kernel(null_report: Callable[[str], Report]) -> None:
+    """The self-test's row for ``null_empty``, judged on its full-suite report: killed because
+    not one requirement passes (and a row that passed one would not be)."""
+    entry = next(e for e in entries("mutant") if e.name == "null_empty")
+    job = job_for(entry)
+    assert job.reqs is None and job.spec == entry.spec
+    report = null_report("null_empty")
+    row = Row(entry, job, JobResult(entry.name, entry.kind, report.exit_code, report.verdicts()))
+    assert row.ok and row.killed and row.passed == [] and not row.unstable
+    some = dict(report.verdicts(), **{next(iter(report.verdicts())): "pass"})
+    assert not Row(entry, job, JobResult(entry.name, entry.kind, 1, some)).killed
 
 
 def test_one_batch_session_gives_each_job_the_verdicts_of_its_own_run() -> None:

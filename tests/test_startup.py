@@ -37,21 +37,25 @@ import pytest_bdd.scenario
 from conformance.harness.certify import SuiteOptions, run_suite
 scenario_module = sys.modules["pytest_bdd.scenario"]
 original = scenario_module.find_fixturedefs_for_step
-run = run_suite(SuiteOptions(reqs=sys.argv[1:]))
-print(json.dumps({"exit": run.exit_code, "verdicts": run.report.verdicts(), "hypothesis": "hypothesis" in sys.modules,
-                  "restored": scenario_module.find_fixturedefs_for_step is original}))
+for reqs in sys.argv[1:]:  # one run after the other in this interpreter, as given
+    run = run_suite(SuiteOptions(reqs=reqs.split(",")))
+    print(json.dumps({"exit": run.exit_code, "verdicts": run.report.verdicts(), "hypothesis": "hypothesis" in sys.modules,
+                      "restored": scenario_module.find_fixturedefs_for_step is original}))
 """
 
 
-def _probe(*reqs: str) -> dict:
+def _probe(*runs: str) -> list[dict]:
+    """Each of ``runs`` (comma-separated ids) certified in turn in one fresh interpreter."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    out = subprocess.run([sys.executable, "-c", _PROBE, *reqs], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    out = subprocess.run([sys.executable, "-c", _PROBE, *runs], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return [json.loads(line) for line in out.stdout.strip().splitlines()[-len(runs):]]
 
 
 def test_a_run_without_properties_never_imports_hypothesis_and_restores_pytest_bdd() -> None:
-    without = _probe("LOOP-001")
+    """One interpreter: the run without properties first (hypothesis not yet imported by
+    anything), then one with a property, which does import it."""
+    without, with_property = _probe("LOOP-001", "TOOL-003")
     assert without == {"exit": 0, "verdicts": {"LOOP-001": "pass"}, "hypothesis": False, "restored": True}
-    with_property = _probe("TOOL-003")
     assert with_property["hypothesis"] is True and with_property["verdicts"] == {"TOOL-003": "pass"}
+    assert with_property["restored"] is True

@@ -5,8 +5,6 @@ loops, legal variants equal up to the allowed freedom, a result-reordering mutan
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -411,12 +409,9 @@ def test_traces_into_a_file_is_a_usage_error(tmp_path: Path) -> None:
         run_suite(SuiteOptions(smoke=True, traces_dir=str(tmp_path / "f")))
 
 
-def _akc(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    return subprocess.run([sys.executable, "-m", "conformance", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
-
-
-def test_trace_diff_only_ignore_all_and_summary_by_kind(tmp_path: Path) -> None:
+def test_trace_diff_only_ignore_all_and_summary_by_kind(tmp_path: Path, akc_here: Any) -> None:
+    """Through the ``akc`` entry point (exit code, stdout, stderr) in this interpreter (conftest)."""
+    _akc = akc_here
     from reference_kernel.adapter import factory
 
     ref = _trace(factory(), _scenario())

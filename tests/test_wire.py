@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,12 +175,8 @@ def test_bad_stdio_specs_are_usage_errors(spec: str, words: str) -> None:
         load_adapter(spec)
 
 
-def test_akc_run_refuses_another_protocol_version_with_exit_2() -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run(
-        [sys.executable, "-m", "conformance", "run", "--adapter", fake("version")],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=60,
-    )
+def test_akc_run_refuses_another_protocol_version_with_exit_2(akc_here: Any) -> None:
+    out = akc_here("run", "--adapter", fake("version"))  # the entry point, in this interpreter
     assert out.returncode == 2, out.stdout + out.stderr
     assert "speaks protocol version 2; this harness speaks version 1" in out.stderr
     assert "Traceback" not in out.stderr
@@ -204,12 +200,8 @@ def test_a_kernel_that_exits_at_start_is_a_usage_error_with_its_stderr() -> None
         load_adapter(fake("exit"))
 
 
-def test_akc_run_with_a_crashing_kernel_finishes_and_writes_its_report(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run(
-        [sys.executable, "-m", "conformance", "run", "--adapter", fake("crashall"), "--smoke", "--json", str(tmp_path / "r.json")],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
-    )
+def test_akc_run_with_a_crashing_kernel_finishes_and_writes_its_report(tmp_path: Path, akc_here: Any) -> None:
+    out = akc_here("run", "--adapter", fake("crashall"), "--smoke", "--json", str(tmp_path / "r.json"))
     assert out.returncode == 3, out.stdout + out.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     checks = [c for r in report["requirements"] for c in r["checks"]]

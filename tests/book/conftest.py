@@ -5,21 +5,20 @@ built from the committed matrix plus that report."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.inprocess import Ran, run_akc
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 MUTANT = "conformance.selftest.mutants.loop:context_assemble_first_turn_only"
 
 
-def akc(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, "-m", "conformance", *args], capture_output=True, text=True, env=env, cwd=cwd or ROOT, timeout=300)
+def akc(*args: str, cwd: Path | None = None) -> Ran:
+    """``akc ARGS`` through its entry point, in this interpreter (tests/inprocess.py)."""
+    return run_akc(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="session")

@@ -535,10 +535,12 @@ class HarnessDoubles:
 
     async def submit_user_message(self, index: int) -> None:
         """Record the submission of user message ``index``. A ``concurrent`` message is first held
-        (under the rendezvous timeout) until the kernel did something after the previous
-        submission — its turn is observably running — so it really arrives during that turn."""
+        (under the rendezvous timeout) until a turn is observably running: the kernel did
+        something after the previous submission, or a model or tool call it started is still in
+        flight (a call held until this very submission) — so the message really arrives during a
+        turn."""
         messages = self.scenario.user_messages
-        if 0 < index < len(messages) and messages[index].concurrent:
+        if 0 < index < len(messages) and messages[index].concurrent and not self._in_flight:
             with anyio.move_on_after(self.rendezvous_timeout_s):
                 await self._event(f"activity:{index - 1}").wait()
         self._submitted = index

@@ -237,8 +237,10 @@ class PortalRunner:
         self.timeout_cap_s = timeout_cap_s
         #: Every scenario's timeout is multiplied by this (``--timeout-scale``: slow machines).
         self.timeout_scale = timeout_scale
-        #: Extra seconds the backstop waits on a loop that still beats, beyond the scenario's timeout.
-        self.grace_s = BACKSTOP_GRACE_S
+        #: Extra seconds the backstop waits on a loop that still beats, beyond the scenario's timeout
+        #: (a capped run caps it too: the self-test's mutants that ignore cancellation would
+        #: otherwise pay the whole grace in every run of every such scenario).
+        self.grace_s = BACKSTOP_GRACE_S if timeout_cap_s is None else min(BACKSTOP_GRACE_S, timeout_cap_s)
         self._portal: BlockingPortal | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None

@@ -30,7 +30,7 @@ def test_model_double_prints_one_line_per_variant_and_size() -> None:
     ).stdout
     rows = [json.loads(line) for line in out.splitlines()]
     assert [(r["variant"], r["messages"]) for r in rows] == [
-        (v, n) for v in ("grown", "new-list", "fresh") for n in (20, 40)
+        (v, n) for v in ("grown", "new-list", "fresh", "marker") for n in (20, 40)
     ]
     for r in rows:
         assert r["us_per_request"] > 0 and r["check_ns_per_message"] > 0 and r["mb_held"] > 0 and "load" in r

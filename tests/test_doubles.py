@@ -182,6 +182,20 @@ async def test_random_edits_are_all_logged_exactly() -> None:
     assert [ms[j] for ms in logged_messages(d) for j in range(len(ms))] == [x for s in sent for x in s]
 
 
+async def test_changes_across_comparison_blocks_are_all_seen() -> None:
+    """A long history (compared by blocks of 256): changes at the blocks' edges, several at once."""
+    d = make(model={"responses": [{"text": "a", "repeat": 5}]})
+    history = [{"role": "user", "text": f"m{i}"} for i in range(600)]
+    sent = []
+    for edits in ([], [0, 255, 256, 511, 512, 599], [257], [], [1, 300, 598]):
+        for j in edits:
+            history[j]["text"] += "*"
+        sent.append(copy.deepcopy(history))
+        await collect(d, {"messages": history})
+        history.append({"role": "user", "text": f"m{len(history)}"})
+    assert [list(ms) for ms in logged_messages(d)] == sent
+
+
 async def test_logged_messages_read_as_a_list() -> None:
     d = make(model={"responses": [{"text": "a", "repeat": 2}]})
     history = [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "a"}]

@@ -43,7 +43,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from itertools import compress, count
+from itertools import compress
 from operator import index, ne
 from typing import Any, overload
 
@@ -126,6 +126,10 @@ class ObservationLog:
         return [e for e in self.events if e["kind"] in kinds]
 
 
+#: Messages compared at once (``_Positions.record``).
+_BLOCK = 256
+
+
 class _Positions:
     """The copies of the messages of every model request of one scenario, by position: a
     persistent array (a "fat node" per position), so that requests share what did not change.
@@ -136,7 +140,7 @@ class _Positions:
 
     Per request, the Python work and the memory are for the positions that differ from the
     copies (new messages, messages changed in place, a history rebuilt in another order), not for
-    the history. What stays O(history) is one comparison of every message handed over with its
+    the history (but for one loop step per 256 messages). What stays O(history) is one comparison of every message handed over with its
     position's copy, by content, in C (``list ==``). It cannot be skipped: only content shows that
     a message handed over before was changed in place since (identity says nothing about it), and
     the log must show exactly what each request held. It costs (benchmarks/model_double.py) about
@@ -144,7 +148,7 @@ class _Positions:
     a short user message, 40 a tool result, 90 an assistant message with a call), 150-250 ns when
     they are freshly parsed JSON (a stdio kernel), more once the copies fall out of the CPU cache
     (~650 ns at 4,000 messages): 90 of the ~110 µs a request costs at 1,000 messages. When some
-    message differs, a second pass in C finds which.
+    message differs, a second pass in C over its block of 256 finds which.
 
     Equality is Python's: a message whose content changed to an equal value of another type
     (``0`` for ``False``) or only in key order keeps its earlier copy."""
@@ -161,11 +165,13 @@ class _Positions:
         """Record one request's messages as the next version; ``copy`` copies one message."""
         v = self.version = self.version + 1
         copies, since, n = self.copies, self.since, len(messages)
-        head = copies if len(copies) <= n else copies[:n]
-        if head != messages[: len(head)]:
-            for j in compress(count(), map(ne, head, messages)):  # the positions that differ
-                self.older.setdefault(j, []).append((since[j], copies[j]))
-                copies[j], since[j] = copy(messages[j]), v
+        m = min(len(copies), n)
+        for lo in range(0, m, _BLOCK):  # by blocks, so that finding which message differs
+            hi = min(lo + _BLOCK, m)  # rereads one block, not the whole history
+            if copies[lo:hi] != messages[lo:hi]:
+                for j in compress(range(lo, hi), map(ne, copies[lo:hi], messages[lo:hi])):
+                    self.older.setdefault(j, []).append((since[j], copies[j]))
+                    copies[j], since[j] = copy(messages[j]), v
         for message in messages[len(copies) :]:
             copies.append(copy(message))
             since.append(v)

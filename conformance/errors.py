@@ -11,7 +11,13 @@ Three kinds of trouble, kept apart because they give different verdicts:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
+
+
+def _plain(value: Any) -> Any:
+    """For ``json.dumps``: a read-only sequence (a logged request's messages) as a list, else ``str``."""
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)) else str(value)
 
 
 def show(value: Any, limit: int = 300) -> str:
@@ -20,7 +26,7 @@ def show(value: Any, limit: int = 300) -> str:
         text = repr(value)
     else:
         try:
-            text = json.dumps(value, sort_keys=True, default=str)
+            text = json.dumps(value, sort_keys=True, default=_plain)
         except (TypeError, ValueError):
             text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -23,6 +23,19 @@ def test_turn_overhead_prints_one_line_per_size() -> None:
         assert r["kernel_mb_per_1k_turns"] > 0 and "load" in r
 
 
+def test_model_double_prints_one_line_per_variant_and_size() -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "model_double.py"), "--messages", "20", "40", "--repeat", "1", "--json"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["variant"], r["messages"]) for r in rows] == [
+        (v, n) for v in ("grown", "new-list", "fresh", "marker") for n in (20, 40)
+    ]
+    for r in rows:
+        assert r["us_per_request"] > 0 and r["check_ns_per_message"] > 0 and r["mb_held"] > 0 and "load" in r
+
+
 def test_peers_runs_each_loop_in_its_own_process_and_skips_missing_envs(tmp_path: Path) -> None:
     env = dict(os.environ, AKC_ENVS_DIR=str(tmp_path))  # no peer envs there
     out = subprocess.run(

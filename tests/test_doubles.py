@@ -3,10 +3,16 @@ clock and cancel points, on asyncio and trio."""
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
+import random
+
 import anyio
 import pytest
 
 from conformance.boundary.adapter import ModelCallError, ToolFailed
+from conformance.errors import show
 from conformance.harness.doubles import EXHAUSTED_TEXT, HarnessDoubles, HookRaised, split_text
 from conformance.boundary.scenario import Scenario
 
@@ -82,6 +88,141 @@ async def test_a_growing_history_is_copied_once_and_changes_in_place_are_seen() 
     ]
     assert logged[1][0] is logged[0][0]  # unchanged: the earlier copy, not a new one
     assert logged[1] is not logged[0]
+
+
+def logged_messages(d: HarnessDoubles) -> list:
+    return [e["request"]["messages"] for e in d.log.of("model_request")]
+
+
+async def test_a_message_changed_in_place_shows_old_content_before_and_new_after() -> None:
+    """A prompt-cache marker moved from one message to the next, an old tool result truncated,
+    a nested block edited: each request's entry keeps what that request held."""
+    d = make(model={"responses": [{"text": "a", "repeat": 5}]})
+    history = [
+        {"role": "user", "text": "go", "cache": True},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "name": "t", "args": {"q": 1}}]},
+        {"role": "tool_result", "call_id": "c1", "content": "a long result"},
+    ]
+    sent = []
+    for change in (
+        lambda: None,
+        lambda: (history[0].pop("cache"), history[2].update(cache=True)),  # the marker moves on
+        lambda: history[2].update(content="[truncated]"),
+        lambda: history[1]["tool_calls"][0]["args"].update(q=2),  # nested, in place
+        lambda: history[2].update(content="a long result"),  # and back to an earlier content
+    ):
+        change()
+        history.append({"role": "user", "text": f"m{len(sent)}"})
+        sent.append(copy.deepcopy(history))
+        await collect(d, {"messages": history})
+    logged = logged_messages(d)
+    assert [list(ms) for ms in logged] == sent
+    assert [ms[2]["content"] for ms in logged] == ["a long result"] * 2 + ["[truncated]"] * 2 + ["a long result"]
+    assert "cache" in logged[0][0] and "cache" not in logged[1][0] and logged[1][2]["cache"] is True
+    assert logged[2][1]["tool_calls"][0]["args"] == {"q": 1} and logged[3][1]["tool_calls"][0]["args"] == {"q": 2}
+    assert logged[4][3] is logged[0][3]  # unchanged: one copy for all
+
+
+@pytest.mark.parametrize("variant", ["grown", "new list", "fresh dicts"])
+async def test_a_grown_list_a_new_list_and_fresh_dicts_give_the_same_log(variant: str) -> None:
+    d = make(model={"responses": [{"text": "a", "repeat": 6}]})
+    history: list[dict] = [{"role": "user", "text": "go"}]
+    sent = []
+    for i in range(6):
+        messages = {"grown": history, "new list": list(history), "fresh dicts": json.loads(json.dumps(history))}[variant]
+        sent.append(copy.deepcopy(messages))
+        await collect(d, {"messages": messages, "tools": []})
+        history.append({"role": "assistant", "tool_calls": [{"id": f"c{i}", "name": "t", "args": {}}]})
+        history.append({"role": "tool_result", "call_id": f"c{i}", "content": f"r{i}"})
+    logged = logged_messages(d)
+    assert [list(ms) for ms in logged] == sent
+    assert all(ms[0] is logged[0][0] for ms in logged)  # each message copied once
+    assert all(logged[-1][i] is ms[i] for ms in logged for i in range(len(ms)))
+
+
+async def test_a_history_rebuilt_shorter_or_in_another_order_is_logged_as_sent() -> None:
+    """Compaction (the history replaced by a summary), a history cut short and grown again, the
+    same messages in another order: every entry, old and new, stays what it was."""
+    d = make(model={"responses": [{"text": "a", "repeat": 6}]})
+    m = [{"role": "user", "text": f"m{i}"} for i in range(6)]
+    summary = {"role": "user", "text": "summary"}
+    requests = [m[:4], m[:5], [summary, m[4]], [summary, m[4], m[5], m[0]], m[::-1], m[:2]]
+    sent = []
+    for messages in requests:
+        sent.append(copy.deepcopy(messages))
+        await collect(d, {"messages": messages})
+        m[1]["seen"] = m[1].get("seen", 0) + 1  # changed in place after every request
+    assert [list(ms) for ms in logged_messages(d)] == sent
+
+
+async def test_random_edits_are_all_logged_exactly() -> None:
+    """Appends, in-place edits (top level and nested), deletions, reorderings, fresh copies, in
+    a seeded random order: every logged request equals what the kernel held at that moment."""
+    rng = random.Random(17)
+    d = make(model={"responses": [{"text": "a", "repeat": 300}]})
+    history: list[dict] = []
+    sent = []
+    for i in range(300):
+        op = rng.randrange(8)
+        if op <= 2 or not history:
+            history.append({"role": "user", "text": f"m{i}", "blocks": [{"text": str(i)}]})
+        elif op == 3:
+            rng.choice(history)["text"] = f"edited {i}"
+        elif op == 4:
+            rng.choice(history)["blocks"].append({"cache": i})
+        elif op == 5:
+            del history[rng.randrange(len(history))]
+        elif op == 6:
+            rng.shuffle(history)
+        else:
+            history = json.loads(json.dumps(history))
+        sent.append(copy.deepcopy(history))
+        await collect(d, {"messages": history})
+    assert [list(ms) for ms in logged_messages(d)] == sent
+    assert [ms[j] for ms in logged_messages(d) for j in range(len(ms))] == [x for s in sent for x in s]
+
+
+async def test_changes_across_comparison_blocks_are_all_seen() -> None:
+    """A long history (compared by blocks of 256): changes at the blocks' edges, several at once."""
+    d = make(model={"responses": [{"text": "a", "repeat": 5}]})
+    history = [{"role": "user", "text": f"m{i}"} for i in range(600)]
+    sent = []
+    for edits in ([], [0, 255, 256, 511, 512, 599], [257], [], [1, 300, 598]):
+        for j in edits:
+            history[j]["text"] += "*"
+        sent.append(copy.deepcopy(history))
+        await collect(d, {"messages": history})
+        history.append({"role": "user", "text": f"m{len(history)}"})
+    assert [list(ms) for ms in logged_messages(d)] == sent
+
+
+async def test_logged_messages_read_as_a_list() -> None:
+    d = make(model={"responses": [{"text": "a", "repeat": 2}]})
+    history = [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "a"}]
+    await collect(d, {"messages": history})
+    history[0]["text"] = "edited"
+    await collect(d, {"messages": history})
+    first, second = logged_messages(d)
+    expected = [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "a"}]
+    assert first == expected and expected == first and first != second and not (first != expected)
+    assert first != tuple(expected) and first == logged_messages(d)[0]
+    assert len(first) == 2 and bool(first) and first[0] == expected[0] and first[-1] == expected[-1]
+    assert first[1:] == expected[1:] and isinstance(first[:1], list) and first[::-1] == expected[::-1]
+    assert list(first) == expected and list(reversed(first)) == expected[::-1] and expected[1] in first
+    assert first.index(expected[1]) == 1 and first.count(expected[0]) == 1
+    assert json.loads(json.dumps(list(first))) == expected
+    assert json.loads(json.dumps({"messages": first.copy()})) == {"messages": expected}
+    assert show(first) == show(expected) and show({"messages": first}) == show({"messages": expected})
+    assert repr(first) == repr(expected)
+    assert pickle.loads(pickle.dumps(first)) == expected and copy.deepcopy(first) == expected
+    assert type(copy.copy(first)) is list
+    with pytest.raises(IndexError):
+        first[2]
+    with pytest.raises(TypeError):
+        first[0] = {}  # read-only
+    with pytest.raises(TypeError):
+        hash(first)
+    assert second[0]["text"] == "edited" and first[0]["text"] == "hi"
 
 
 async def test_model_errors_at_start_and_after_chunks() -> None:

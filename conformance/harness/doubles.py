@@ -5,7 +5,8 @@ Everything they see goes into ONE ordered observation log (a list of dicts, each
 ``seq``), so a check can ask "what happened, in what order" without trusting the kernel. The
 event kinds and their fields:
 
-* ``model_request`` (index, request, turn) / ``model_response`` (index, chunks) /
+* ``model_request`` (index, request, turn; ``request["messages"]`` is a read-only
+  :class:`LoggedMessages`, list-like) / ``model_response`` (index, chunks) /
   ``model_error`` (index, status, message) / ``script_exhausted`` (index)
 * ``tool_start`` (call_id, name, args, turn) / ``tool_end`` (call_id, name, args, turn, result
   or error, cancelled)
@@ -41,8 +42,10 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from itertools import compress
+from operator import index, ne
+from typing import Any, overload
 
 import anyio
 
@@ -123,6 +126,126 @@ class ObservationLog:
         return [e for e in self.events if e["kind"] in kinds]
 
 
+#: Messages compared at once (``_Positions.record``).
+_BLOCK = 256
+
+
+class _Positions:
+    """The copies of the messages of every model request of one scenario, by position: a
+    persistent array (a "fat node" per position), so that requests share what did not change.
+
+    ``copies[j]`` is what position j held in the latest request that reached it and ``since[j]``
+    that request's version; ``older[j]`` lists what it held before, as (since, copy), oldest first.
+    Request v reads position j as the newest copy whose ``since`` is at most v.
+
+    Per request, the Python work and the memory are for the positions that differ from the
+    copies (new messages, messages changed in place, a history rebuilt in another order), not for
+    the history (but for one loop step per 256 messages). What stays O(history) is one comparison of every message handed over with its
+    position's copy, by content, in C (``list ==``). It cannot be skipped: only content shows that
+    a message handed over before was changed in place since (identity says nothing about it), and
+    the log must show exactly what each request held. It costs (benchmarks/model_double.py) about
+    75-100 ns a message of a tool-call history when the kernel hands over the same objects (25 ns
+    a short user message, 40 a tool result, 90 an assistant message with a call), 150-250 ns when
+    they are freshly parsed JSON (a stdio kernel), more once the copies fall out of the CPU cache
+    (~650 ns at 4,000 messages): 90 of the ~110 µs a request costs at 1,000 messages. When some
+    message differs, a second pass in C over its block of 256 finds which.
+
+    Equality is Python's: a message whose content changed to an equal value of another type
+    (``0`` for ``False``) or only in key order keeps its earlier copy."""
+
+    __slots__ = ("copies", "since", "older", "version")
+
+    def __init__(self) -> None:
+        self.copies: list[Any] = []
+        self.since: list[int] = []
+        self.older: dict[int, list[tuple[int, Any]]] = {}
+        self.version = -1
+
+    def record(self, messages: list[Any], copy: Callable[[Any], Any]) -> LoggedMessages:
+        """Record one request's messages as the next version; ``copy`` copies one message."""
+        v = self.version = self.version + 1
+        copies, since, n = self.copies, self.since, len(messages)
+        m = min(len(copies), n)
+        for lo in range(0, m, _BLOCK):  # by blocks, so that finding which message differs
+            hi = min(lo + _BLOCK, m)  # rereads one block, not the whole history
+            if copies[lo:hi] != messages[lo:hi]:
+                for j in compress(range(lo, hi), map(ne, copies[lo:hi], messages[lo:hi])):
+                    self.older.setdefault(j, []).append((since[j], copies[j]))
+                    copies[j], since[j] = copy(messages[j]), v
+        for message in messages[len(copies) :]:
+            copies.append(copy(message))
+            since.append(v)
+        return LoggedMessages(self, v, n)
+
+    def at(self, j: int, v: int) -> Any:
+        """Position j as version v held it."""
+        if self.since[j] <= v:
+            return self.copies[j]
+        return next(c for s, c in reversed(self.older[j]) if s <= v)
+
+    def prefix(self, v: int, n: int) -> list[Any]:
+        """The n first positions as version v held them, as a new list."""
+        out = self.copies[:n]
+        if v < self.version:  # later versions may have rewritten some positions
+            for j in self.older:
+                if j < n and self.since[j] > v:
+                    out[j] = self.at(j, v)
+        return out
+
+
+class LoggedMessages(Sequence[Any]):
+    """The messages of one logged model request: a read-only list-like view (``len``, indexing,
+    slicing and ``copy()`` give plain lists, iteration, ``==`` with lists, ``repr``, pickling and
+    ``copy.deepcopy`` as a list). Not a ``list``: ``json.dumps`` needs ``list(messages)``. It holds
+    no list of its own, so a long scenario's log stays linear in its history, not quadratic."""
+
+    __slots__ = ("_positions", "_version", "_len")
+
+    def __init__(self, positions: _Positions, version: int, length: int) -> None:
+        self._positions = positions
+        self._version = version
+        self._len = length
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return self.copy()[i]
+        j = index(i)
+        j = j + self._len if j < 0 else j
+        if not 0 <= j < self._len:
+            raise IndexError("list index out of range")
+        return self._positions.at(j, self._version)
+
+    def copy(self) -> list[Any]:
+        """The messages as a new (shallow) list."""
+        return self._positions.prefix(self._version, self._len)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.copy())
+
+    def __reversed__(self) -> Iterator[Any]:
+        return reversed(self.copy())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LoggedMessages):
+            other = other.copy()
+        return self.copy() == other if isinstance(other, list) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.copy())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self.copy(),))
+
+
 class _Expanded:
     """One model call's scripted response after ``repeat`` expansion."""
 
@@ -162,8 +285,9 @@ class HarnessDoubles:
         self._hooks = {h.id: h for h in scenario.hooks}
         self._model_calls = 0
         self._message_memo: dict[int, tuple[Any, Any]] = {}
-        #: The copies of the last request's messages (``_same_prefix``).
-        self._last_copies: list[Any] = []
+        #: The copies of every model request's messages, by position (``_snapshot_request``).
+        self._positions = _Positions()
+        self._positions_lock = threading.Lock()  # as the log's: an adapter may call from threads
         self._approvals = 0
         self._hook_counts: dict[str, int] = {}
         self._cancellers: dict[int, Callable[[], Awaitable[None] | None]] = {}
@@ -240,42 +364,27 @@ class HarnessDoubles:
         return self._stream(index)
 
     def _snapshot_request(self, request: JSON) -> JSON:
-        """A snapshot of a model request that copies each message object once per content: a
-        message handed over again, unchanged (``==``), reuses its earlier copy. A message changed
-        in place is copied again, so the log still shows exactly what each request held. Log
-        entries are read-only.
-
-        A kernel usually hands over the history of the previous request plus new messages (often
-        the same list, grown): then the Python work per request is for the new messages only, and
-        the old ones cost one equality test of two lists, done in C (it also sees a message
-        changed in place). Anything else goes message by message through the memo."""
+        """A snapshot of a model request whose messages are a :class:`LoggedMessages`: a read-only
+        view of the copies kept in ``self._positions``, which every request of this scenario
+        shares, so a message handed over again unchanged costs no copy and no memory (see
+        :class:`_Positions` for what remains per request). Log entries are read-only."""
         messages = request.get("messages") if isinstance(request, dict) else None
         if not isinstance(messages, list):
             return snapshot(request)
-        copied = self._same_prefix(messages)
-        for message in messages[len(copied) :]:
-            seen = self._message_memo.get(id(message))
-            if seen is not None and seen[0] is message and seen[1] == message:
-                copied.append(seen[1])
-                continue
-            copy_ = snapshot(message)
-            self._message_memo[id(message)] = (message, copy_)  # holding it keeps the id unique
-            copied.append(copy_)
-        self._last_copies = copied
         out = {k: snapshot(v) for k, v in request.items() if k != "messages"}
-        out["messages"] = copied
+        with self._positions_lock:
+            out["messages"] = self._positions.record(messages, self._copy_message)
         return out
 
-    def _same_prefix(self, messages: list[Any]) -> list[Any]:
-        """The copies of the previous request's messages when ``messages`` starts with messages
-        of the same content (a new list: the log's entries never share one); else []. The
-        copies are objects of their own, so the comparison reads every message's content: one
-        changed in place since is seen."""
-        copies = self._last_copies
-        n = len(copies)
-        if n and len(messages) >= n and copies == messages[:n]:
-            return list(copies)
-        return []
+    def _copy_message(self, message: Any) -> Any:
+        """A copy of one message: the earlier copy if this very object was handed over before
+        with the same content (a history rebuilt in another order), else a new one."""
+        seen = self._message_memo.get(id(message))
+        if seen is not None and seen[0] is message and seen[1] == message:
+            return seen[1]
+        copy_ = snapshot(message)
+        self._message_memo[id(message)] = (message, copy_)  # holding it keeps the id unique
+        return copy_
 
     def _chunks(self, expanded: _Expanded, index: int) -> tuple[list[JSON], list[JSON]]:
         """(opening chunks, the rest) of one response: the opening is the text, preceded by the

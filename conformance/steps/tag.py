@@ -197,7 +197,7 @@ def _observable(akc: ScenarioContext, tags: list[str]) -> dict[str, Any]:
         e for _, e in turn_events(akc) if set(tags) & set((normal_turn(e.get("turn")) or {}).get("tags") or [])
     ]
     akc.evidence.require(f"TurnInfos carrying the tags {show(sorted(tags))}", reached)
-    requests = [_masked({"messages": r.get("messages") or [], "tools": r.get("tools") or []}, tags) for r in akc.model_requests()]
+    requests = [_masked({"messages": list(r.get("messages") or []), "tools": r.get("tools") or []}, tags) for r in akc.model_requests()]
     calls = [(e["call_id"], e["name"], e["args"]) for e in akc.tool_starts()]
     replies = [(o.status, o.reply) for o in akc.result.outcomes]
     return {"requests": requests, "tool calls": calls, "outcomes": replies}

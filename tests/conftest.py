@@ -13,6 +13,16 @@ from conformance.harness.certify import SuiteOptions, SuiteRun, run_suite
 from conformance.report.model import Report
 from tests.inprocess import Ran, run_akc
 
+try:
+    # Idle workers of trio's thread cache retire after 0.5 s instead of 10: a test that runs
+    # ``akc run`` in this interpreter needs it without other threads to fork its supervised
+    # child (tests/inprocess.py ``alone``), and trio is used by tests all through the session.
+    import trio._core._thread_cache as _trio_threads
+
+    _trio_threads.IDLE_TIMEOUT = 0.5
+except (ImportError, AttributeError):  # another trio: alone() waits up to its 10 s instead
+    pass
+
 
 @dataclass
 class ReferenceRun:

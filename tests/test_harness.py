@@ -330,6 +330,22 @@ def test_certify_reference_kernel_passes_smoke() -> None:
     assert report.verdicts() == dict.fromkeys(SMOKE, "pass"), report.failing()
 
 
+@pytest.mark.skipif(not HAS_REFERENCE, reason="no reference adapter")
+def test_certify_again_in_the_same_process_runs_the_scenarios_of_its_own_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feature module builds only the selected scenarios when it is imported, once per
+    process: a later run wanting others gets it imported again (it got "no check ran" before)."""
+    features = "conformance.suite.test_features"
+    monkeypatch.delitem(sys.modules, features, raising=False)  # this session's is put back after
+    assert certify("reference_kernel.adapter:factory", reqs=["LOOP-001"]).verdicts() == {"LOOP-001": "pass"}
+    report = certify("reference_kernel.adapter:factory", reqs=["TOOL-004", "LOOP-005"])
+    assert report.verdicts() == {"TOOL-004": "pass", "LOOP-005": "pass"}, report.failing()
+    kept = sys.modules[features]
+    assert kept.BUILT_FOR == {"TOOL-004", "LOOP-005"}
+    assert certify("reference_kernel.adapter:factory", reqs=["LOOP-005", "TOOL-004"]).verdicts() == {"TOOL-004": "pass", "LOOP-005": "pass"}
+    assert sys.modules[features] is kept  # the same selection reuses it
+    assert certify("reference_kernel.adapter:factory", reqs=["TOOL-004"]).verdicts() == {"TOOL-004": "pass"}
+
+
 def test_certify_usage_errors() -> None:
     with pytest.raises(UsageError, match="unknown requirement id"):
         certify(FakeAdapter(), reqs=["NOPE-001"])

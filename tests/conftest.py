@@ -67,3 +67,13 @@ def akc_here() -> Callable[..., Ran]:
     (:func:`tests.inprocess.run_akc`), for runs whose point is what akc decides and writes, not
     the process (signals, ``os._exit``, start-up: those keep a real subprocess)."""
     return run_akc
+
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A larger young generation for the test session (10,000 allocations between collections
+    instead of 700), as the harness has for its own session: the session's heap (the reference
+    run's report and traces, the collected suite) is walked by fewer full collections."""
+    import gc
+
+    gc.set_threshold(10_000, *gc.get_threshold()[1:])

@@ -20,7 +20,7 @@ try:
     import trio._core._thread_cache as _trio_threads
 
     _trio_threads.IDLE_TIMEOUT = 0.5
-except (ImportError, AttributeError):  # another trio: alone() waits up to its 10 s instead
+except ImportError:  # no trio: nothing to retire
     pass
 
 
@@ -67,7 +67,6 @@ def akc_here() -> Callable[..., Ran]:
     (:func:`tests.inprocess.run_akc`), for runs whose point is what akc decides and writes, not
     the process (signals, ``os._exit``, start-up: those keep a real subprocess)."""
     return run_akc
-
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,8 +2,8 @@
 ``sys.argv`` set, run from the checkout, its stdout and stderr captured and its exit code caught,
 as a subprocess would give them. A run still forks its supervised child as ``akc run`` does, when
 this interpreter runs no other thread (:func:`alone` waits for that; otherwise the harness runs
-the suite in this process, unsupervised). It saves a fresh interpreter's start-up (about 1.3 s of CPU for a smoke run: the imports, the
-suite's first collection). Tests whose point is the real process (signals, ``os._exit``, exit
+the suite in this process, unsupervised). It saves a fresh interpreter's start-up (about 1.3 s of
+CPU for a smoke run: the imports, the suite's first collection). Tests whose point is the real process (signals, ``os._exit``, exit
 codes of a dying process, start-up) keep ``python -m conformance`` in a subprocess."""
 
 from __future__ import annotations

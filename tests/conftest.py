@@ -13,6 +13,16 @@ from conformance.harness.certify import SuiteOptions, SuiteRun, run_suite
 from conformance.report.model import Report
 from tests.inprocess import Ran, run_akc
 
+try:
+    # Idle workers of trio's thread cache retire after 0.5 s instead of 10: a test that runs
+    # ``akc run`` in this interpreter needs it without other threads to fork its supervised
+    # child (tests/inprocess.py ``alone``), and trio is used by tests all through the session.
+    import trio._core._thread_cache as _trio_threads
+
+    _trio_threads.IDLE_TIMEOUT = 0.5
+except ImportError:  # no trio: nothing to retire
+    pass
+
 
 @dataclass
 class ReferenceRun:
@@ -57,3 +67,12 @@ def akc_here() -> Callable[..., Ran]:
     (:func:`tests.inprocess.run_akc`), for runs whose point is what akc decides and writes, not
     the process (signals, ``os._exit``, start-up: those keep a real subprocess)."""
     return run_akc
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A larger young generation for the test session (10,000 allocations between collections
+    instead of 700), as the harness has for its own session: the session's heap (the reference
+    run's report and traces, the collected suite) is walked by fewer full collections."""
+    import gc
+
+    gc.set_threshold(10_000, *gc.get_threshold()[1:])

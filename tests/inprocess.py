@@ -1,8 +1,9 @@
 """``akc ARGS`` in the test interpreter: the ``akc`` entry point (``conformance.cli.main``) with
 ``sys.argv`` set, run from the checkout, its stdout and stderr captured and its exit code caught,
-as a subprocess would give them. A run still forks its supervised child as ``akc run`` does.
-It saves a fresh interpreter's start-up (about 1.3 s of CPU for a smoke run: the imports, the
-suite's first collection). Tests whose point is the real process (signals, ``os._exit``, exit
+as a subprocess would give them. A run still forks its supervised child as ``akc run`` does, when
+this interpreter runs no other thread (:func:`alone` waits for that; otherwise the harness runs
+the suite in this process, unsupervised). It saves a fresh interpreter's start-up (about 1.3 s of
+CPU for a smoke run: the imports, the suite's first collection). Tests whose point is the real process (signals, ``os._exit``, exit
 codes of a dying process, start-up) keep ``python -m conformance`` in a subprocess."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import gc
 import io
 import os
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,3 +61,19 @@ def run_akc(*args: str, cwd: Path | None = None) -> Ran:
         err.write(code + "\n")
         code = 1
     return Ran(int(code or 0), out.getvalue(), err.getvalue())
+
+
+def alone(timeout: float = 20.0) -> None:
+    """Wait until this interpreter runs no thread but the main one, then check that ``akc run``
+    would fork its supervised child (``--jobs``: its shards) here: it does only then
+    (:func:`conformance.harness.supervisor.can_fork`), and without it a misbehaving adapter would
+    run in the test interpreter, a sharded run in one process. Earlier tests leave threads that
+    end on their own: the idle workers of trio's thread cache (retired after 0.5 s here, see
+    tests/conftest.py) and of anyio's, an abandoned event loop's thread (test_harness's backstop)."""
+    from conformance.harness.supervisor import can_fork
+
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    assert can_fork(), f"akc run could not fork its supervised child here: {threading.enumerate()}"

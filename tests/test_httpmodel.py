@@ -296,9 +296,10 @@ def test_cli_model_server_serves_and_records(tmp_path: Path) -> None:
     assert [(entry["index"], entry["request"]["messages"]) for entry in lines] == [(0, [{"role": "user", "text": "hi"}])]
 
 
-def test_cli_model_server_bad_script_is_one_line_exit_2(tmp_path: Path) -> None:
+def test_cli_model_server_bad_script_is_one_line_exit_2(tmp_path: Path, akc_here: Any) -> None:
+    """Through the entry point in this interpreter (tests/inprocess.py): a usage error is no
+    matter of the process (the server's own process is the test above)."""
     (tmp_path / "s.json").write_text('{"responses": 3}')
-    out = subprocess.run([sys.executable, "-m", "conformance", "model-server", "--script", str(tmp_path / "s.json")],
-                         capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=60)
+    out = akc_here("model-server", "--script", str(tmp_path / "s.json"))
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "s.json: responses" in out.stderr, out.stderr

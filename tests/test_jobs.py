@@ -18,9 +18,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from conformance.cli import run as cli_run  # noqa: E402
-from conformance.harness.shards import Unit, plan  # noqa: E402
+from conformance.harness.shards import Unit, plan, suite_units  # noqa: E402
+from conformance.trace.canonical import load  # noqa: E402
 from conformance.trace.normalise import UUID  # noqa: E402
 from test_zoo import akc, inproc, messages, report, run_case, verdicts  # noqa: E402
+from tests.inprocess import alone  # noqa: E402
+from tests.sample import SAMPLE, req_args  # noqa: E402
 
 SMOKE = {"DONE-001", "LOOP-013", "TOOL-003", "CONC-001", "TURN-001"}
 
@@ -39,8 +42,41 @@ def comparable(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def test_jobs_gives_the_verdicts_checks_and_traces_of_a_serial_run_on_the_sample(tmp_path: Path, reference_run: Any,
+                                                                                 akc_here: Any) -> None:
+    """The reference kernel over the sample of tests/sample.py (every area, concurrency,
+    cancellation, children, the journal, cost): ``akc run --jobs 2`` (its entry point in this
+    interpreter, the two shards forked from it) against the shared serial run's entries for those
+    requirements, and the traces of the scenarios it ran. The whole suite is the ``whole_suite``
+    test below."""
+    traces = tmp_path / "traces"
+    alone()  # else the harness could not fork the shards and would run the sample serially here
+    out = akc_here("run", "--jobs", "2", *req_args(), "--json", str(tmp_path / "r.json"), "--traces", str(traces))
+    assert out.returncode == 0, out.stdout + out.stderr
+    data = report(tmp_path / "r.json")
+    serial = reference_run.run.report.model_dump(mode="json")
+    assert data["jobs"] == 2 and serial["jobs"] == 1
+    assert len(plan(suite_units(), 2, profiles=data["profiles"], selected=set(SAMPLE), smoke=False)) == 2  # two shards ran
+    ours, theirs = comparable(data), comparable(serial)
+    theirs["requirements"] = [r for r in theirs["requirements"] if r["id"] in SAMPLE]
+    assert [r["id"] for r in ours["requirements"]] == [r["id"] for r in theirs["requirements"]] and len(ours["requirements"]) == len(SAMPLE)
+    assert ours["requirements"] == theirs["requirements"]
+    assert ours["summary"] == {v: sum(r["verdict"] == v for r in ours["requirements"]) for v in ours["summary"]}
+    assert sorted(data["selected"]) == sorted(SAMPLE)
+    for key in ("errors", "exit_code", "profiles", "kernel"):  # "untestable" is listed by a run of every requirement only
+        assert ours[key] == theirs[key], key
+    ran = {(c["feature"], c["scenario"]) for r in data["requirements"] for c in r["checks"]}
+    assert len(list(traces.iterdir())) == len(ran)
+    for path in traces.iterdir():  # canonical traces are deterministic (the golden traces rely on it)
+        text = path.read_text()
+        assert (load(text).feature, load(text).scenario) in ran, path.name
+        assert text == (reference_run.traces_dir / path.name).read_text(), path.name
+
+
+@pytest.mark.whole_suite
 def test_jobs_gives_the_verdicts_checks_and_traces_of_a_serial_run(tmp_path: Path, reference_run: Any) -> None:
-    """The reference kernel, whole suite: ``--jobs 2`` against the shared serial run."""
+    """The reference kernel, whole suite: ``akc run --jobs 2`` (a real process, as a user runs
+    it) against the shared serial run (``python -m pytest -m whole_suite``)."""
     traces = tmp_path / "traces"
     out = akc("--jobs", "2", "--json", str(tmp_path / "r.json"), "--traces", str(traces), timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -100,7 +136,9 @@ def test_an_interrupted_sharded_run_exits_130_or_143_with_an_interrupted_report(
 
 
 def test_jobs_1_is_the_serial_path(tmp_path: Path, akc_here: Any) -> None:
-    """Through the entry point in this interpreter (tests/inprocess.py): nothing here is about the process."""
+    """Through the entry point in this interpreter (tests/inprocess.py): nothing here is about the
+    process (but the run is the supervised child's, as with ``--jobs`` left out)."""
+    alone()
     out = akc_here("run", "--adapter", inproc("Wrapper"), "--req", "DONE-001", "--jobs", "1", "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert report(tmp_path / "r.json")["jobs"] == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,12 +60,24 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+def _statements(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    """Every statement of ``nodes`` and of the blocks nested in them (functions, classes, if,
+    try, with, loops, match): an import is a statement, so the expressions (most of a module's
+    nodes, which ``ast.walk`` would visit too) need no visit."""
+    for node in nodes:
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                yield from _statements(block)
+
+
 def _imports(module: str, path: Path) -> set[str]:
     """Every conformance/reference_kernel module this one imports, at any depth of its code."""
     found: set[str] = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
     is_pkg = path.name == "__init__.py"
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -1,5 +1,7 @@
 """The Node example kernel (examples/node-kernel/kernel.js) certified over the stdio wire protocol:
-the suite run as a user runs it, and one protocol-level exchange answered by hand."""
+the suite run as a user runs it, and one protocol-level exchange answered by hand. The default tier
+certifies the kernel-profile part of tests/sample.py; the whole suite is marked ``whole_suite``
+(``python -m pytest -m whole_suite``, its own step of ``.ci/run``)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from typing import Any
 import pytest
 
 from conformance.boundary.scenario import Scenario
+from conformance.catalog.requirements import load_catalog
+from tests.sample import SAMPLE, req_args
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "examples" / "node-kernel" / "kernel.js"
@@ -33,7 +37,38 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _assert_certified(data: dict[str, Any], ids: set[str] | None) -> None:
+    assert data["kernel"]["name"] == "node-kernel" and data["kernel"]["language"] == "javascript"
+    assert data["profiles"] == ["kernel"]
+    verdicts = {r["id"]: r["verdict"] for r in data["requirements"]}
+    if ids is not None:
+        assert set(verdicts) == ids
+    expected = NOT_OFFERED if ids is None else NOT_OFFERED & ids
+    assert {k for k, v in verdicts.items() if v == "not-offered"} == expected
+    others = {k: v for k, v in verdicts.items() if k not in NOT_OFFERED}
+    assert others and set(others.values()) == {"pass"}, {k: v for k, v in others.items() if v != "pass"}
+    assert data["summary"]["error"] == 0 and data["summary"]["incomplete"] == 0
+
+
+def test_suite_certifies_the_node_kernel_on_the_sample(tmp_path: Path, akc_here: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel-profile requirements of the sample of tests/sample.py (concurrency,
+    cancellation, cost, two capabilities the kernel does not offer), through the akc entry point
+    in this interpreter; the whole suite, in a process of its own, is the ``whole_suite`` test below."""
+    catalog = load_catalog()
+    ids = {rid for rid in SAMPLE if "kernel" in catalog.get(rid).profiles}
+    assert NOT_OFFERED & ids and {"CONC-001", "TOOL-003", "STOP-002", "COST-001"} <= ids
+    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
+    monkeypatch.delenv("AKC_INNER", raising=False)
+    report = tmp_path / "node.json"
+    out = akc_here("run", "--adapter", f"stdio:node {KERNEL.relative_to(ROOT)}", "--profile", "kernel", *req_args(sorted(ids)),
+                   "--json", str(report))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    _assert_certified(json.loads(report.read_text()), ids)
+
+
+@pytest.mark.whole_suite
 def test_suite_certifies_the_node_kernel(tmp_path: Path) -> None:
+    """Every requirement, as a user runs it (``python -m pytest -m whole_suite``)."""
     report = tmp_path / "node.json"
     out = subprocess.run(
         [sys.executable, "-m", "conformance", "run", "--adapter", f"stdio:node {KERNEL.relative_to(ROOT)}",
@@ -41,14 +76,7 @@ def test_suite_certifies_the_node_kernel(tmp_path: Path) -> None:
         capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=300,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    data = json.loads(report.read_text())
-    assert data["kernel"]["name"] == "node-kernel" and data["kernel"]["language"] == "javascript"
-    assert data["profiles"] == ["kernel"]
-    verdicts = {r["id"]: r["verdict"] for r in data["requirements"]}
-    assert {k for k, v in verdicts.items() if v == "not-offered"} == NOT_OFFERED
-    others = {k: v for k, v in verdicts.items() if k not in NOT_OFFERED}
-    assert others and set(others.values()) == {"pass"}, {k: v for k, v in others.items() if v != "pass"}
-    assert data["summary"]["error"] == 0 and data["summary"]["incomplete"] == 0
+    _assert_certified(json.loads(report.read_text()), None)
 
 
 # --------------------------------------------------------------------------- by hand

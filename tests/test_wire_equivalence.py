@@ -1,8 +1,11 @@
 """The proof of issue 7: the reference kernel served over the stdio wire protocol gets exactly
 the verdicts it gets in-process, requirement by requirement and check by check.
 
-Slow by nature (two full certification runs, about 25-40 s on a 2-core machine; the stdio run is
-the larger part): it runs in CI like every other test. ``AKC_SKIP_SLOW=1`` skips it locally.
+The in-process run is the session's shared serial run (tests/conftest.py ``reference_run``).
+Two tiers: ``python -m pytest`` compares the representative sample of tests/sample.py (every area,
+concurrency, cancellation, children, the journal and cost; about a quarter of the suite); the
+whole suite over stdio is marked ``whole_suite`` (about 10 s of CPU on top of the shared run),
+run by ``python -m pytest -m whole_suite``, its own step of ``.ci/run``.
 """
 
 from __future__ import annotations
@@ -15,30 +18,35 @@ from typing import Any
 
 import pytest
 
+from conformance.catalog.requirements import load_catalog
 from conformance.harness.certify import SuiteOptions, run_suite
+from tests.sample import SAMPLE
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(bool(os.environ.get("AKC_SKIP_SLOW")), reason="AKC_SKIP_SLOW is set")
+
+def _checks(report, ids: set[str] | None = None) -> dict[tuple[str, str, str], str]:
+    return {(r.id, c.feature, c.scenario): c.outcome for r in report.requirements for c in r.checks if ids is None or r.id in ids}
 
 
-def _checks(report) -> dict[tuple[str, str, str], str]:
-    return {(r.id, c.feature, c.scenario): c.outcome for r in report.requirements for c in r.checks}
-
-
-def test_stdio_gives_the_same_verdicts_as_in_process(monkeypatch: pytest.MonkeyPatch, reference_run: Any) -> None:
-    """The in-process run is the session's shared reference run (tests/conftest.py)."""
+def _stdio_run(monkeypatch: pytest.MonkeyPatch, backend: str, reqs: list[str]) -> Any:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    local = reference_run.run
     started = time.perf_counter()
-    wire = run_suite(SuiteOptions(adapter=f"stdio:{sys.executable} -m reference_kernel.stdio", backend=reference_run.backend))
-    ended = time.perf_counter()
+    wire = run_suite(SuiteOptions(adapter=f"stdio:{sys.executable} -m reference_kernel.stdio", backend=backend, reqs=reqs))
+    print(f"stdio {time.perf_counter() - started:.1f} s")
+    return wire
+
+
+def _assert_same(local: Any, wire: Any, ids: set[str] | None) -> None:
+    """``wire`` (over ``ids``, or the whole suite) gives what ``local`` gives for those ids."""
     assert local.report is not None and wire.report is not None, wire.output[-2000:]
     a, b = local.report.verdicts(), wire.report.verdicts()
+    if ids is not None:
+        a = {req: v for req, v in a.items() if req in ids}
     assert set(a) == set(b)
     differ = {req: (a[req], b[req]) for req in a if a[req] != b[req]}
     assert not differ, f"in-process vs stdio verdicts differ: {differ}"
-    ca, cb = _checks(local.report), _checks(wire.report)
+    ca, cb = _checks(local.report, ids), _checks(wire.report)
     # The one difference allowed: checks of the live_clock capability, which a kernel over stdio
     # cannot offer (it computes scenario.clock itself), are not offered there.
     live_only = {k for k, v in cb.items() if v == "not-offered" and ca.get(k) == "pass" and "harness clock" in k[2]}
@@ -46,4 +54,26 @@ def test_stdio_gives_the_same_verdicts_as_in_process(monkeypatch: pytest.MonkeyP
     assert {k: v for k, v in ca.items() if k not in live_only} == {k: v for k, v in cb.items() if k not in live_only}
     assert wire.exit_code == local.exit_code == 0
     assert wire.report.kernel.name == local.report.kernel.name
-    print(f"stdio {ended - started:.1f} s")
+
+
+def test_the_sample_covers_every_area_of_the_catalog() -> None:
+    catalog = load_catalog()
+    assert set(SAMPLE) <= set(catalog.ids())
+    assert {rid.split("-")[0] for rid in catalog.ids()} == {rid.split("-")[0] for rid in SAMPLE}
+
+
+def test_stdio_gives_the_same_verdicts_as_in_process_on_the_sample(monkeypatch: pytest.MonkeyPatch, reference_run: Any) -> None:
+    """The sample of tests/sample.py over stdio against the shared run's verdicts and checks for
+    those requirements; the whole suite is the ``whole_suite`` test below."""
+    wire = _stdio_run(monkeypatch, reference_run.backend, SAMPLE)
+    _assert_same(reference_run.run, wire, set(SAMPLE))
+    assert wire.report is not None and sorted(wire.report.verdicts()) == sorted(SAMPLE)
+    # SPAN-001's checks timed with the harness clock: the allowed difference is exercised here
+    assert any(c.outcome == "not-offered" and "harness clock" in c.scenario
+               for r in wire.report.requirements if r.id == "SPAN-001" for c in r.checks)
+
+
+@pytest.mark.whole_suite
+def test_stdio_gives_the_same_verdicts_as_in_process(monkeypatch: pytest.MonkeyPatch, reference_run: Any) -> None:
+    """Every requirement: the whole suite over stdio (``python -m pytest -m whole_suite``)."""
+    _assert_same(reference_run.run, _stdio_run(monkeypatch, reference_run.backend, []), None)

@@ -1,10 +1,18 @@
-"""The zoo of misbehaving kernels (issue 13): each case drives ``python -m conformance run`` in a
-subprocess against one misbehaving kernel — in-process adapters in tests/zoo/inproc.py, stdio
-kernels in tests/zoo/stdio_proxy.py — and checks the exit code, that the report is written and
-valid against schemas/report.schema.json, the verdicts, and that the message names the cause.
+"""The zoo of misbehaving kernels (issue 13): each case runs ``akc run`` against one misbehaving
+kernel — in-process adapters in tests/zoo/inproc.py, stdio kernels in tests/zoo/stdio_proxy.py —
+and checks the exit code, that the report is written and valid against
+schemas/report.schema.json, the verdicts, and that the message names the cause.
+
+Where the point is the real process — signals, ``os._exit``, what a fresh process reads from its
+environment — the case drives ``python -m conformance run`` in a subprocess (``akc``). The others
+call the ``akc`` entry point in this interpreter (the ``here`` fixture, tests/inprocess.py): the
+run still forks its supervised child (checked: no other thread is running, so it can), which is
+where the adapter misbehaves, and a stdio kernel is still its own process; what it saves is an
+interpreter's start-up and imports (~0.7 s of CPU a case).
 
 Kept fast: a few requirements per case (``--req``), small timeouts (``--timeout-scale``); every
-subprocess has a hard timeout, so a harness that hangs fails the case instead of the session.
+subprocess has a hard timeout and every case a pytest-timeout, so a harness that hangs fails the
+case instead of the session.
 """
 
 from __future__ import annotations
@@ -16,11 +24,14 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+
+from tests.inprocess import Ran, alone, run_akc
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
@@ -30,6 +41,10 @@ PROXY = f"stdio:python {ROOT / 'tests' / 'zoo' / 'stdio_proxy.py'}"
 
 def inproc(name: str) -> str:
     return f"tests.zoo.inproc:{name.lower()}"
+
+
+#: A case that hangs fails after this long (pytest-timeout; the subprocesses have their own).
+pytestmark = pytest.mark.timeout(60)
 
 
 def akc(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -46,7 +61,31 @@ def akc(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> s
     return out
 
 
-def _table_row(path: str, args: tuple[str, ...], out: subprocess.CompletedProcess[str], seconds: float) -> None:
+@pytest.fixture
+def here(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Ran]:
+    """``here(ARGS, env=...)``: ``akc run ARGS`` through the entry point in this interpreter, with
+    the environment a subprocess of :func:`akc` gets (a stdio kernel inherits it) and the zoo's
+    adapters counting their scenarios from the first again."""
+
+    def run(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> Ran:
+        from tests.zoo import inproc as zoo
+
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+        monkeypatch.delenv("AKC_NO_SUPERVISOR", raising=False)
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        zoo._runs = 0
+        alone()  # the misbehaving adapter runs in the supervised child, never in the test interpreter
+        started = time.monotonic()
+        out = run_akc("run", *args)
+        if os.environ.get("AKC_ZOO_TABLE"):
+            _table_row(os.environ["AKC_ZOO_TABLE"], args, out, time.monotonic() - started)
+        return out
+
+    return run
+
+
+def _table_row(path: str, args: tuple[str, ...], out: Any, seconds: float) -> None:
     """``AKC_ZOO_TABLE=FILE pytest tests/test_zoo.py`` appends one JSON line per run: the case,
     its exit code and time, whether the report was written, its verdicts and first message."""
     json_path = Path(args[args.index("--json") + 1]) if "--json" in args else None
@@ -82,11 +121,13 @@ def messages(data: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def run_case(tmp_path: Path, adapter: str, *args: str, code: int, timeout: float = 60, env: dict[str, str] | None = None
-             ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+def run_case(tmp_path: Path, adapter: str, *args: str, code: int, timeout: float = 60, env: dict[str, str] | None = None,
+             via: Callable[..., Any] = akc) -> tuple[Any, dict[str, Any]]:
+    """``akc run --adapter ADAPTER --json … ARGS`` in a subprocess (``via=akc``) or in this
+    interpreter (``via=here``); the exit code checked, the report validated."""
     path = tmp_path / "r.json"
     path.write_text("an earlier run's report\n")
-    out = akc("--adapter", adapter, "--json", str(path), *args, timeout=timeout, env=env)
+    out = via("--adapter", adapter, "--json", str(path), *args, timeout=timeout, env=env)
     assert out.returncode == code, out.stdout + out.stderr
     assert "Traceback" not in out.stdout + out.stderr
     return out, report(path)
@@ -111,8 +152,9 @@ def test_interrupted_run_exits_130_or_143_with_an_incomplete_report(tmp_path: Pa
 # ----------------------------------------------------------------------------- 2-3. the event loop
 
 
-def test_blocked_loop_ends_the_scenario_at_its_timeout_and_says_so(tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, inproc("BlocksLoop"), *FEW, "--timeout-scale", "0.2", code=1, timeout=25)
+@pytest.mark.timeout(25)
+def test_blocked_loop_ends_the_scenario_at_its_timeout_and_says_so(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("BlocksLoop"), *FEW, "--timeout-scale", "0.2", code=1, via=here)
     v = verdicts(data)
     assert sorted(v.values()) == ["fail", "pass"]
     text = messages(data)
@@ -126,8 +168,8 @@ def test_os_exit_in_the_adapter_gives_exit_3_and_a_report_naming_it(tmp_path: Pa
 
 
 @pytest.mark.parametrize("name", ["RaisesSystemExit", "RaisesKeyboardInterrupt"])
-def test_system_exit_or_keyboard_interrupt_in_the_adapter_is_an_error_of_that_scenario(tmp_path: Path, name: str) -> None:
-    out, data = run_case(tmp_path, inproc(name), *FEW, code=3)
+def test_system_exit_or_keyboard_interrupt_in_the_adapter_is_an_error_of_that_scenario(here: Callable[..., Ran], tmp_path: Path, name: str) -> None:
+    out, data = run_case(tmp_path, inproc(name), *FEW, code=3, via=here)
     assert sorted(verdicts(data).values()) == ["error", "pass"]  # the loop survived it
     exc = "SystemExit" if "System" in name else "KeyboardInterrupt"
     assert f"the adapter raised {exc}" in messages(data) and "portal is not running" not in messages(data)
@@ -136,23 +178,25 @@ def test_system_exit_or_keyboard_interrupt_in_the_adapter_is_an_error_of_that_sc
 # ----------------------------------------------------------------------------- 4-5, 12. usage errors
 
 
-def _usage(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _usage(here: Callable[..., Ran], tmp_path: Path, *args: str) -> Ran:
     stale = tmp_path / "stale.json"
     stale.write_text("an earlier run's report\n")
-    out = akc(*args, "--json", str(stale), timeout=30)
+    out = here(*args, "--json", str(stale))
     assert out.returncode == 2, out.stdout + out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr
     assert not stale.exists()  # a failed run leaves no earlier report behind
     return out
 
 
-def test_info_raising_is_a_one_line_usage_error(tmp_path: Path) -> None:
-    out = _usage(tmp_path, "--adapter", inproc("InfoRaises"))
+@pytest.mark.timeout(30)
+def test_info_raising_is_a_one_line_usage_error(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out = _usage(here, tmp_path, "--adapter", inproc("InfoRaises"))
     assert "RuntimeError: info is broken" in out.stderr
 
 
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("kind", ["json-under-file", "junit-dir", "markdown-dir", "traces-file"])
-def test_unwritable_output_path_is_a_usage_error_before_running(tmp_path: Path, kind: str) -> None:
+def test_unwritable_output_path_is_a_usage_error_before_running(here: Callable[..., Ran], tmp_path: Path, kind: str) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x")
     args = {
@@ -161,13 +205,14 @@ def test_unwritable_output_path_is_a_usage_error_before_running(tmp_path: Path, 
         "markdown-dir": ["--markdown", str(tmp_path)],
         "traces-file": ["--traces", str(afile)],
     }[kind]
-    out = _usage(tmp_path, "--adapter", inproc("Wrapper"), *FEW, *args)
+    out = _usage(here, tmp_path, "--adapter", inproc("Wrapper"), *FEW, *args)
     assert args[0] in out.stderr
 
 
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("adapter", [inproc("MisspeltCapability"), f"{PROXY} misspelt"])
-def test_misspelt_capability_is_a_usage_error_listing_the_known_ones(tmp_path: Path, adapter: str) -> None:
-    out = _usage(tmp_path, "--adapter", adapter)
+def test_misspelt_capability_is_a_usage_error_listing_the_known_ones(here: Callable[..., Ran], tmp_path: Path, adapter: str) -> None:
+    out = _usage(here, tmp_path, "--adapter", adapter)
     assert "unknown capability" in out.stderr and "max_cost_usd" in out.stderr and "subagents" in out.stderr
 
 
@@ -182,9 +227,9 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def test_kernel_exiting_with_a_grandchild_holding_stdout_is_a_crash_not_a_hang(tmp_path: Path) -> None:
+def test_kernel_exiting_with_a_grandchild_holding_stdout_is_a_crash_not_a_hang(here: Callable[..., Ran], tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
-    out, data = run_case(tmp_path, f"{PROXY} grandchild", *FEW, code=3, env={"ZOO_PIDFILE": str(pidfile)})
+    out, data = run_case(tmp_path, f"{PROXY} grandchild", *FEW, code=3, via=here, env={"ZOO_PIDFILE": str(pidfile)})
     assert set(verdicts(data).values()) == {"error"}
     assert "exited with code 4" in messages(data) and "did not finish" not in messages(data)
     pids = [int(p) for p in pidfile.read_text().split()]
@@ -194,15 +239,15 @@ def test_kernel_exiting_with_a_grandchild_holding_stdout_is_a_crash_not_a_hang(t
 # ----------------------------------------------------------------------------- 7. slow is not hung
 
 
-def test_slow_but_progressing_kernel_is_incomplete_not_fail(tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, inproc("Slow"), "--req", "BUDGET-003", "--timeout-scale", "0.1", code=3)
+def test_slow_but_progressing_kernel_is_incomplete_not_fail(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("Slow"), "--req", "BUDGET-003", "--timeout-scale", "0.1", code=3, via=here)
     assert verdicts(data) == {"BUDGET-003": "incomplete"}
     assert "too slow to finish" in messages(data) and "--timeout-scale" in messages(data)
 
 
-def test_circuit_breaker_stops_a_kernel_that_hangs_every_scenario(tmp_path: Path) -> None:
+def test_circuit_breaker_stops_a_kernel_that_hangs_every_scenario(here: Callable[..., Ran], tmp_path: Path) -> None:
     out, data = run_case(tmp_path, inproc("HangsAlways"), "--req", "DONE-001", "--req", "TOOL-003",
-                         "--timeout-scale", "0.05", "--max-hangs", "2", code=3)
+                         "--timeout-scale", "0.05", "--max-hangs", "2", code=3, via=here)
     assert "circuit breaker" in data["errors"][-1] and "2 consecutive" in data["errors"][-1]
     assert "circuit breaker" in out.stdout + out.stderr
     checks = [c for r in data["requirements"] for c in r["checks"]]
@@ -213,27 +258,27 @@ def test_circuit_breaker_stops_a_kernel_that_hangs_every_scenario(tmp_path: Path
 
 
 @pytest.mark.parametrize(("mode", "words"), [("duplicate", "a second time"), ("late", "after it had answered")])
-def test_stray_message_is_reported_on_its_own_scenario(tmp_path: Path, mode: str, words: str) -> None:
-    out, data = run_case(tmp_path, f"{PROXY} {mode}", *FEW, code=3)
+def test_stray_message_is_reported_on_its_own_scenario(here: Callable[..., Ran], tmp_path: Path, mode: str, words: str) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} {mode}", *FEW, code=3, via=here)
     assert sorted(verdicts(data).values()) == ["error", "pass"]
     bad = [r for r in data["requirements"] if r["verdict"] == "error"][0]
     assert words in messages({"errors": [], "requirements": [bad]}) and "seq 1" in messages(data)
     assert "never sent" not in messages(data)
 
 
-def test_invalid_utf8_is_a_protocol_error_naming_the_line(tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, f"{PROXY} badutf8", *FEW, code=3)
+def test_invalid_utf8_is_a_protocol_error_naming_the_line(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} badutf8", *FEW, code=3, via=here)
     assert "error" in verdicts(data).values()
     assert "not valid UTF-8" in messages(data) and "line" in messages(data)
 
 
-def test_dollar_notifications_are_ignored(tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, f"{PROXY} dollar", *FEW, code=0)
+def test_dollar_notifications_are_ignored(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} dollar", *FEW, code=0, via=here)
     assert set(verdicts(data).values()) == {"pass"}
 
 
-def test_long_line_without_newline_says_how_many_bytes_are_pending(tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, f"{PROXY} bigline", "--req", "LOOP-001", "--timeout-scale", "0.2", code=1)
+def test_long_line_without_newline_says_how_many_bytes_are_pending(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} bigline", "--req", "LOOP-001", "--timeout-scale", "0.2", code=1, via=here)
     assert verdicts(data) == {"LOOP-001": "fail"}
     assert f"{5 * 1024 * 1024} bytes on the kernel's stdout with no newline" in messages(data)
 
@@ -241,14 +286,15 @@ def test_long_line_without_newline_says_how_many_bytes_are_pending(tmp_path: Pat
 # ----------------------------------------------------------------------------- 11, 13. the adapter
 
 
-def test_tool_never_offered_fails_tool_004(tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, inproc("CallsToolNotOffered"), "--req", "TOOL-004", code=1)
+def test_tool_never_offered_fails_tool_004(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("CallsToolNotOffered"), "--req", "TOOL-004", code=1, via=here)
     assert verdicts(data) == {"TOOL-004": "fail"}
     assert "'rm_rf'" in messages(data) and "never offered" in messages(data)
 
 
-def test_adapter_mutating_the_scenario_cannot_extend_its_timeout(tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, inproc("MutatesTimeout"), "--req", "LOOP-001", "--timeout-scale", "0.2", code=3, timeout=25)
+@pytest.mark.timeout(25)
+def test_adapter_mutating_the_scenario_cannot_extend_its_timeout(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, inproc("MutatesTimeout"), "--req", "LOOP-001", "--timeout-scale", "0.2", code=3, via=here)
     assert verdicts(data) == {"LOOP-001": "error"}
     assert "changed the scenario it was given (field timeout_s)" in messages(data)
 

@@ -9,6 +9,7 @@ come from the second table, :func:`conformance.wire.messages.schema_files`.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,10 @@ def model_name(name: str) -> str:
     return "Message" if model is Message else str(model)
 
 
+@functools.cache
 def render(name: str) -> str:
-    """The exact text written to the file: stable key order, two-space indent, final newline."""
+    """The exact text written to the file: stable key order, two-space indent, final newline.
+    Rendered once per process (the models do not change while it runs)."""
     return json.dumps(schema_of(name), indent=2, ensure_ascii=False) + "\n"
 
 

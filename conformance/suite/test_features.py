@@ -49,8 +49,13 @@ def _wanted() -> set[str] | None:
     return None if state.batch or state.req_filter is None else set(state.req_filter)
 
 
+#: The requirement ids this module's scenarios were built for (None: every scenario). A module
+#: imported by an earlier run in this process is imported again by a run that wants scenarios
+#: it did not build (conformance.harness.plugin ``drop_stale_features``).
+BUILT_FOR: set[str] | None = _wanted()
+
 if any(features_dir().rglob("*.feature")):
-    if (wanted := _wanted()) is None:
+    if BUILT_FOR is None:
         scenarios(str(features_dir()))
     else:
-        selected_scenarios(wanted)
+        selected_scenarios(BUILT_FOR)

@@ -42,9 +42,12 @@ def test_every_catalog_id_appears_on_its_area_page_and_in_the_search_index(site:
     index = (site / "search-index.js").read_text(encoding="utf-8")
     entries = json.loads(index.removeprefix("window.AKC_INDEX = ").rstrip().rstrip(";"))
     in_index = {e["id"] for e in entries}
+    anchors: dict[str, set[str]] = {}  # each area page parsed once
     for req in load_catalog().requirements:
         page = site / f"area-{req.area.lower()}.html"
-        assert req.id in _parse(page).ids, f"{req.id} has no anchor on {page.name}"
+        if page.name not in anchors:
+            anchors[page.name] = _parse(page).ids
+        assert req.id in anchors[page.name], f"{req.id} has no anchor on {page.name}"
         assert req.id in in_index
     assert f'href="area-loop.html"' in (site / "index.html").read_text(encoding="utf-8")
 

@@ -73,6 +73,19 @@ class Incomplete(Unsupported):
     kernel failed to do is judged by the requirements that demand it, not by this one."""
 
 
+class Blocked(Incomplete):
+    """Raised by a check whose precondition is *another* requirement's subject, and unmet (the run
+    raised at a limit, a hook point the kernel lacks was never dispatched): the check cannot judge
+    its own subject. Verdict ``blocked`` — never a pass, never this requirement's failure — listed
+    with the requirement that blocks it ("blocked by BOUND-008: the run raised"), as WPT's
+    PRECONDITION_FAILED. ``by`` names the blocking requirement id(s)."""
+
+    def __init__(self, by: str | Sequence[str], reason: str):
+        self.by = [by] if isinstance(by, str) else list(by)
+        self.reason = reason
+        super().__init__(f"blocked by {', '.join(self.by)}: {reason}")
+
+
 # --------------------------------------------------------------------------- helpers
 
 

@@ -286,8 +286,22 @@ def feature_tags() -> set[str]:
         for line in path.read_text(encoding="utf-8").splitlines():
             stripped = line.strip()
             if stripped.startswith("@"):
-                tags.update(t.lstrip("@") for t in stripped.split() if t.startswith("@"))
+                tags.update(t.lstrip("@") for t in stripped.split() if t.startswith("@") and not is_dimension_tag(t))
     return tags
+
+
+#: A scenario's ``@dim:<dimension>=<value>`` tags name the cells of its requirements' input
+#: dimensions it covers (``conformance/catalog/dimensions.toml``); they are data, not markers.
+DIMENSION_TAG_PREFIX = "dim:"
+
+
+def is_dimension_tag(tag: str) -> bool:
+    return tag.lstrip("@").startswith(DIMENSION_TAG_PREFIX)
+
+
+def pytest_bdd_apply_tag(tag: str, function: Any) -> bool | None:
+    """Dimension tags are not markers (their ``:`` and ``=`` are not marker names): handled here."""
+    return True if is_dimension_tag(tag) else None
 
 
 def build_state(config: pytest.Config) -> AkcState:

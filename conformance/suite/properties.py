@@ -56,16 +56,20 @@ settings.register_profile(
 )
 
 
-def requirement(*ids: str, profile: str | None = None, capability: str | None = None) -> Callable[[F], F]:
+def requirement(
+    *ids: str, profile: str | None = None, capability: str | None = None, dims: tuple[str, ...] | list[str] = ()
+) -> Callable[[F], F]:
     """Mark a property with the requirement ids it checks, its profile (kernel / commonagent;
-    None: any claimed profile) and the optional capability it needs."""
+    None: any claimed profile), the optional capability it needs and the input-dimension cells it
+    covers (``"dimension=value"``, as a scenario's ``@dim:dimension=value`` tags;
+    ``conformance/catalog/dimensions.toml``)."""
 
     def decorate(fn: F) -> F:
         # The plugin registers the marker; modules imported outside pytest (the coverage gate)
         # or before the plugin loads must not warn.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
-            mark = pytest.mark.akc(ids=list(ids), profile=profile, capability=capability)
+            mark = pytest.mark.akc(ids=list(ids), profile=profile, capability=capability, dims=list(dims))
         return mark(fn)
 
     return decorate

@@ -92,6 +92,8 @@ class Row:
         return self.result.exit_code == 0 and self.result.error is None
 
     def _kills(self, verdicts: dict[str, str]) -> bool:
+        """Only a ``fail`` of a requirement it violates kills it: ``blocked`` (its check could not
+        get past another requirement's subject) and ``incomplete`` never do."""
         if self.entry.passes_nothing:
             return bool(verdicts) and "pass" not in verdicts.values()
         return any(verdicts.get(rid) == "fail" for rid in self.entry.killed_by)
@@ -116,12 +118,18 @@ class Row:
 
     @property
     def failed(self) -> list[str]:
-        return sorted(r for r, v in self.result.verdicts.items() if v in ("fail", "error", "incomplete"))
+        """Requirements that did not pass (blocked ones included: a variant must pass them all)."""
+        return sorted(r for r, v in self.result.verdicts.items() if v in ("fail", "blocked", "error", "incomplete"))
+
+    @property
+    def blocked(self) -> list[str]:
+        return sorted(r for r, v in self.result.verdicts.items() if v == "blocked")
 
     @property
     def others(self) -> list[str]:
-        """Failing requirements besides the ones the mutant violates."""
-        return [r for r in self.failed if r not in self.entry.killed_by]
+        """Failing requirements besides the ones the mutant violates (a blocked one is not failing:
+        one fault, one verdict)."""
+        return [r for r in self.failed if r not in self.entry.killed_by and r not in self.blocked]
 
     @property
     def unexpected(self) -> list[str]:

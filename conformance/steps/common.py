@@ -19,6 +19,7 @@ from pytest_bdd import given, parsers, then, when
 from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
 from conformance.errors import (
     AdapterError,
+    Blocked,
     ConformanceFailure,
     HarnessError,
     Unsupported,
@@ -224,6 +225,7 @@ class ScenarioContext:
                 f"calls {e['call_id']} and {others} did not run concurrently "
                 f"({e['call_id']} waited for {others} to start, in vain)",
                 raw=True,
+                subject=CONCURRENCY_SUBJECTS[self.profile],
             )
         for e in self.events("finish_order_timeout"):
             raise ConformanceFailure(
@@ -351,6 +353,7 @@ class ScenarioContext:
         """The outcome of user message ``message`` (0-based; -1 the last)."""
         outcomes = self.result.outcomes
         if not outcomes:
+            self.require_no_raise_at_limit()
             raise ConformanceFailure("the run's outcomes", "one outcome per user message", "none")
         if message == -1:
             return outcomes[-1]
@@ -383,6 +386,23 @@ class ScenarioContext:
             if c.get("type") == "tool_use"
         ]
 
+    def require_no_raise_at_limit(self) -> None:
+        """Precondition of a check on how a run with a bound (or a doom-loop scenario) ends: the
+        run reported an outcome. A run that raised instead is BOUND-008's subject (a fired bound)
+        or DOOM-010's (a fired detector), so the check is blocked by it, not failed (one fault, one
+        verdict). A run without a bound or detector to fire is not judged here."""
+        raised = self.result.raised
+        if raised is None:
+            return
+        b = self.scenario.bounds
+        if any(i.startswith("DOOM-") for i in self.requirement_ids):
+            by = "DOOM-010"
+        elif any(v is not None for v in (b.max_turns, b.max_cost_usd, b.max_wall_clock_s)):
+            by = "BOUND-008"
+        else:
+            return
+        raise Blocked(by, f"the run raised {raised.type}: {raised.message}"[:300])
+
     def require_kernel_ran(self) -> list[dict[str, Any]]:
         """Evidence that the kernel ran the scenario at all: it called the model (mandatory —
         every scenario scripts at least one model call)."""
@@ -395,6 +415,15 @@ class ScenarioContext:
 
 
 # ========================================================================== the fixture
+
+
+#: The requirements whose subject is "these calls run at once", the profile's general one first:
+#: a failed "must meet" rendezvous fails a scenario tagged with one of them and blocks any other
+#: (a result-order scenario is blocked by concurrency, not failed by it).
+CONCURRENCY_SUBJECTS = {
+    "kernel": ("CONC-001", "CONC-005", "CONC-006", "CONC-009"),
+    "commonagent": ("TOOL-001",),
+}
 
 
 @pytest.fixture

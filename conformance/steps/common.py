@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
 from pytest_bdd import given, parsers, then, when
 
 from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
+from conformance.catalog.mechanisms import blocker_for_missing_point
 from conformance.errors import (
     AdapterError,
     Blocked,
@@ -402,6 +403,18 @@ class ScenarioContext:
         else:
             return
         raise Blocked(by, f"the run raised {raised.type}: {raised.message}"[:300])
+
+    def require_points_dispatched(self, points: Iterable[str]) -> None:
+        """Precondition of a check on hook points: each point it needs was dispatched at least once
+        in the run. A point never dispatched is the subject of the requirement that names its
+        dispatch (mechanisms.toml [dispatch]): unless this check is about that point, it is blocked
+        by that requirement, so a missing hook point is counted once."""
+        seen = set(self.dispatched_points())
+        for point in dict.fromkeys(points):
+            if point not in seen:
+                by = blocker_for_missing_point(point, self.requirement_ids)
+                if by is not None:
+                    raise Blocked(by, f"{point} was never dispatched in this run")
 
     def require_kernel_ran(self) -> list[dict[str, Any]]:
         """Evidence that the kernel ran the scenario at all: it called the model (mandatory —
@@ -860,6 +873,7 @@ def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> No
 @then(parsers.re(r"the hook points of model call (?P<k>\d+) were dispatched in the order:$"))
 def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, in model turn k (a one-column table or a docstring)."""
+    akc.require_points_dispatched([TURN_START[akc.profile], *list_items(datatable, docstring)])
     observed = akc.model_turn_points(int(k))
     expect_order(f"hook points of model turn {k}", list_items(datatable, docstring), observed)
     akc.evidence.require(f"hook dispatches in model turn {k}", observed)
@@ -868,6 +882,7 @@ def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstr
 @then(parsers.re(r"the hook points of model call (?P<k>\d+) include, in order:$"))
 def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """These points appear in model turn k in this order (others may come between)."""
+    akc.require_points_dispatched([TURN_START[akc.profile], *list_items(datatable, docstring)])
     observed = akc.model_turn_points(int(k))
     expect_subsequence(f"hook points of model turn {k}", list_items(datatable, docstring), observed)
     akc.evidence.require(f"hook dispatches in model turn {k}", observed)
@@ -876,6 +891,7 @@ def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None
 @then("the hook points were dispatched in the order:")
 def then_all_points(akc: ScenarioContext, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, over the whole run."""
+    akc.require_points_dispatched(list_items(datatable, docstring))
     observed = akc.dispatched_points()
     expect_order("hook points of the run", list_items(datatable, docstring), observed)
     akc.evidence.require("hook dispatches in the run", observed)
@@ -887,6 +903,8 @@ def then_point_count(akc: ScenarioContext, point: str, n: str) -> None:
     akc._check_point(point)
     if int(n) == 0:
         akc.require_kernel_ran()
+    else:
+        akc.require_points_dispatched([point])
     expect_equal(f"dispatches of {point}", int(n), len(akc.hook_dispatches(point)))
     akc.evidence.saw(f"{point} dispatched {n} times")
 

@@ -303,14 +303,20 @@ def then_turns_start_with_context_assemble(akc: ScenarioContext) -> None:
     previous_used: Any = None
     for k, e in enumerate(dispatches(akc, None, "context-assemble"), start=1):
         payload = e["payload"]
-        if not isinstance(payload, dict) or not isinstance(payload.get("history"), list) or "budget" not in payload:
-            raise ConformanceFailure(f"context-assemble payload of model turn {k}", '{"history": [...], "budget": ...}', payload)
+        if not isinstance(payload, dict) or not isinstance(payload.get("history"), list):
+            raise ConformanceFailure(f"context-assemble payload of model turn {k}", '{"history": [...], "budget": {...}}', payload)
         texts = [m.get("text") for m in payload["history"] if isinstance(m, dict) and m.get("role") == "user"]
         if not any(t in texts for t in user_texts):
             raise ConformanceFailure(f"history at context-assemble of model turn {k}", f"the user message among {show(texts)}", payload["history"])
-        budget = payload["budget"]
-        if not isinstance(budget, dict):
-            raise ConformanceFailure(f"budget at context-assemble of model turn {k}", "an object", budget)
+        # A budget the kernel cannot report is absent, whether left out or handed over empty: one
+        # rule for every adapter (issue 22 §3), never a pass on an empty object.
+        budget = payload.get("budget")
+        if not isinstance(budget, dict) or not budget:
+            raise ConformanceFailure(
+                f"budget at context-assemble of model turn {k}",
+                "the current budget: an object with what the kernel counts (turns used, remaining cost…)",
+                "none" if budget is None else budget,
+            )
         used = budget.get("turns_used")
         if isinstance(used, int) and isinstance(previous_used, int) and used <= previous_used:
             raise ConformanceFailure(

@@ -566,8 +566,9 @@ def then_post_apply(akc: ScenarioContext, k: str) -> None:
 def then_history_handed_on(akc: ScenarioContext, k: str, j: str) -> None:
     """Step 15: history(k) = history(j) ++ message(j) ++ one tool_result per call of it (any order)."""
     turn, prev = int(k), int(j)
+    # No context-assemble to look at is LOOP-001's fault: blocked by it (the model request step still checks).
+    akc.require_points_dispatched(["context-assemble"])
     ca_prev, ca_next = dispatches(akc, prev, "context-assemble"), dispatches(akc, turn, "context-assemble")
-    # No context-assemble to look at is LOOP-001's fault: not exercised here (the model request step still checks).
     akc.evidence.require(f"context-assemble in model turns {prev} and {turn}", bool(ca_prev and ca_next), mandatory=False)
     before = ca_prev[0]["payload"].get("history") or []
     after = ca_next[0]["payload"].get("history") or []

@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
         strict: Annotated[bool, typer.Option("--strict", help="a failing SHOULD/MAY also fails the run, and so does a stale --expect entry")] = False,
         expect: Annotated[Path | None, typer.Option("--expect", help="expected failures (TOML, docs/ci.md): listed results do not fail the run, new ones do")] = None,
         write_expectations: Annotated[Path | None, typer.Option("--write-expectations", help="record this run's non-passing requirements in this TOML file (for --expect)")] = None,
+        warn_changed: Annotated[bool, typer.Option("--warn-changed", help="with --expect: an expected failure that now fails in other checks or for another reason is a warning, not exit 1")] = False,
         all_rows: Annotated[bool, typer.Option("--all", help="show every requirement, not only those that do not pass")] = False,
         backend: Annotated[str, typer.Option("--backend", help="asyncio | trio")] = "asyncio",
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show pytest's own output")] = False,
@@ -98,8 +99,13 @@ def register(app: typer.Typer) -> None:
             hypothesis_profile=hypothesis_profile,
             expect_path=str(expect) if expect else None,
             write_expectations_path=str(write_expectations) if write_expectations else None,
+            warn_changed=warn_changed,
             jobs=jobs,
         )
+        cores = os.cpu_count() or 1
+        if jobs > cores:
+            typer.echo(f"akc run: --jobs {jobs} is more than this machine's {cores} cores: each scenario gets less CPU than in a "
+                       "serial run (a kernel whose time is latency still gains; a long scenario may need --timeout-scale 2)", err=True)
         try:
             result = run_supervised(options) if jobs == 1 else run_sharded(options)
         except UsageError as exc:

@@ -59,20 +59,26 @@ class AChildStartTurnWithoutParent(CommonAgent):
         self.journal.start_turn = start_turn
 
 
-def _v7_random_rand_a(clock):
-    """UUID v7 with a random rand_a and no counter: ids of one millisecond do not sort."""
-    rng = random.Random()
+def _v7_little_endian_time(clock):
+    """UUID v7 whose 48-bit millisecond timestamp is written little-endian (a counter in rand_a)."""
+    lock, state = threading.Lock(), {"ms": -1, "n": 0}
 
     def next_id():
-        return str(_build(int(clock() * 1000), rng.getrandbits(12), rng.getrandbits(62)))
+        with lock:
+            ms = int(clock() * 1000)
+            state["n"] = state["n"] + 1 if ms == state["ms"] else 0
+            state["ms"] = ms
+            swapped = int.from_bytes(ms.to_bytes(6, "big"), "little")
+            return str(_build(swapped, state["n"] & 0xFFF, random.getrandbits(62)))
 
     return next_id
 
 
-@mutant(["IDENT-006"], "several ids made within one millisecond", ids_factory=_v7_random_rand_a)
-class AIdsV7NoCounter(CommonAgent):
-    """Seed 001: "IDs are UUID v7, so they sort by creation time." The mutant's v7 ids have a random rand_a, so
-    ids made in the same millisecond come out in random order. Realistic: the textbook v7 recipe."""
+@mutant(["IDENT-006", "IDENT-005"], "ids made in different milliseconds", ids_factory=_v7_little_endian_time)
+class AIdsV7LittleEndianTime(CommonAgent):
+    """Seed 001: "IDs are UUID v7, so they sort by creation time." The mutant writes the timestamp bytes in
+    host (little-endian) order, so ids of later milliseconds do not sort after earlier ones. Realistic:
+    `struct.pack("<Q", ms)`."""
 
 
 def _v7_seconds(clock):

@@ -111,15 +111,18 @@ class AApproverGetsGenericPrompt(CommonAgent):
         return await super()._ask_approver(t, c, f"Allow {c.name}?")
 
 
-@mutant(["TOOL-012"], "a post_tool_call hook (its payload inspected)")
-class APostToolCallWithoutResult(CommonAgent):
-    """Seed 000 step 5: "Fire post_tool_call" after the tool ran - with the call and its result. The mutant
-    sends the call only. Realistic."""
+@mutant(["TOOL-011"], "a pre_tool_call chain returning Modify(args) and AskUser, approved")
+class AModifyLostOnApproval(CommonAgent):
+    """Seed 000 step 3: "Modify(args) → the new arguments are merged in before the tool runs." The mutant, when
+    the call also went to the approver and was approved, runs the tool with the model's arguments. Realistic:
+    the approval path re-reads `call.args`."""
 
-    async def _dispatch(self, point, payload, turn, parent_span, on_outcome=None):
-        if point == "post_tool_call" and isinstance(payload, dict):
-            payload = {k: v for k, v in payload.items() if k not in ("result", "is_error")}
-        return await super()._dispatch(point, payload, turn, parent_span, on_outcome)
+    async def _decide(self, t, c, span):
+        original = dict(c.args) if isinstance(c.args, dict) else c.args
+        ok = await super()._decide(t, c, span)
+        if ok and c.approval == "approved":
+            c.args = original
+        return ok
 
 
 @mutant(["TOOL-015"], "a failed (error) call and a transform_tool_result hook")

@@ -77,18 +77,20 @@ class KDeniedStillRuns(Kernel):
         return calls
 
 
-@mutant(["GATE-003"], "a policy precheck that denies a data-source call")
-class KDeniedNotError(Kernel):
-    """Seed 003 (plan-apply-gate precheck): a denied call does not execute and its tool_result is an error.
-    The mutant sends the denial as a plain (is_error false) result. Realistic: denial treated as output."""
+@mutant(["GATE-003"], "a policy precheck that denies an interactive call")
+class KDeniedInteractiveRuns(Kernel):
+    """Seed 003 step 9b: `execute_sequentially(PolicyPrecheck(interactive_calls))` - a denied interactive call
+    does not execute. The mutant asks the policy but runs every interactive call anyway. Realistic: "the user
+    is asked anyway"."""
 
-    async def _policy_precheck(self, run, calls):
-        allowed = await super()._policy_precheck(run, calls)
-        kept = {id(c) for c in allowed}
+    async def _execute_interactive(self, run, calls):
+        if not calls:
+            return
+        await self._policy_precheck(run, calls)
         for c in calls:
-            if id(c) not in kept:
-                c.is_error = False
-        return allowed
+            with run.token.scope():
+                await self._execute(c, run, run.turn_span)
+            run.token.check()
 
 
 @mutant(["GATE-002"], "an interactive call with a policy")
@@ -157,14 +159,23 @@ class KNoModelSpanOnFinal(FinalTurnFlag, Kernel):
         return await super()._model_call(run, request)
 
 
-@mutant(["SPAN-005"], "a post-apply hook")
-class KNoPostApplyHookSpan(Kernel):
-    """Seed 003: "Every one of these 18 steps, and every hook dispatch nested inside them, is a mandatory
-    instrumentation point". The mutant emits no span for the post-apply dispatch. Realistic."""
+@mutant(["SPAN-004"], "a plan-ready hook that vetoes an item")
+class KNoVetoSpanWhenVetoed(Kernel):
+    """Seed 003: a span MUST be emitted "for the policy veto chain (step 11)". The mutant discards the veto-chain
+    span when the chain vetoed something. Realistic: the span closed on the success path only."""
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
-        self.spans = EditedSpans(self.spans, lambda n, kind, at: None if kind == "hook" and n == "post-apply" else at)
+        self.spans = EditedSpans(self.spans)
+
+    async def _plan_ready(self, run, plan):
+        before = len(self.spans._inner.spans)
+        out = await super()._plan_ready(run, plan)
+        if any(isinstance(i, dict) and i.get("vetoed") for i in out.get("items", [])):
+            for s in list(self.spans._inner.spans)[before:]:
+                if s["kind"] == "veto_chain":
+                    self.spans._dropped.add(s["span_id"])
+        return out
 
 
 @mutant(["SPAN-001"], "a session of two or more RunTurns")

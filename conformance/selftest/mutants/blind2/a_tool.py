@@ -17,10 +17,10 @@ class AParallelInPairs(CommonAgent):
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
-        self._slots = anyio.Semaphore(2)
+        self._slots: dict[str, anyio.Semaphore] = {}  # per turn: a delegated child has its own
 
     async def _execute(self, c, ctx, parent_span):
-        async with self._slots:
+        async with self._slots.setdefault(ctx.turn.turn_id, anyio.Semaphore(2)):
             await super()._execute(c, ctx, parent_span)
 
 

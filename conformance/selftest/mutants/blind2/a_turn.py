@@ -110,8 +110,9 @@ class AContextTierPerTurn(CommonAgent):
 
 @mutant(["TURN-005"], "a turn with two or more model calls")
 class ASystemLastAfterTools(CommonAgent):
-    """Seed 000 step 3 builds the system prompt that leads every model request. The mutant, after tool
-    results, appends the system text at the end of the conversation. Realistic: `messages.append(system)`."""
+    """Seed 000 step 3: "Build the system prompt in three tiers" - the prompt that leads every model request.
+    The mutant, after tool results, moves the system text to the end of the conversation. Realistic:
+    `messages.append(system)`."""
 
     def _request(self, t):
         request = super()._request(t)

@@ -6,7 +6,6 @@ import contextlib
 import random
 import re
 import threading
-import time
 
 import reference_kernel.tags as tags_module
 from reference_kernel.adapter import ReferenceAdapter

@@ -1,10 +1,9 @@
 """Commonagent profile (000): the turn (TURN), model-call errors, prompt tiers, stopping (STOP)."""
 from __future__ import annotations
 
-import datetime as _dt
 
 from conformance.selftest.mutants._util import Uncancelled
-from reference_kernel.agent import BUDGET_EXHAUSTED, COMPLETED, ERROR, INTERRUPTED, CommonAgent, _classify
+from reference_kernel.agent import BUDGET_EXHAUSTED, COMPLETED, ERROR, CommonAgent, _classify
 from reference_kernel.cancel import Cancelled
 
 from conformance.selftest.mutants.blind._reg import mutant

@@ -4,10 +4,8 @@ from __future__ import annotations
 import math
 
 from conformance.selftest.mutants._util import Uncancelled
-from reference_kernel.cost import CostLedger
+from reference_kernel.cost import CostLedger, compute_cost
 from reference_kernel.kernel import MAX_BUDGET, MAX_TURNS, MAX_WALL_CLOCK, Kernel
-from reference_kernel.records import UsageEvent
-from reference_kernel.cost import compute_cost
 
 from conformance.selftest.mutants.blind._reg import mutant
 from conformance.selftest.mutants.blind2._shared import EditedSpans

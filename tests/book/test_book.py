@@ -245,6 +245,6 @@ def test_blocked_and_not_applicable_show_their_blocker_and_reason(tmp_path: Path
     kpage = (tmp_path / "site" / "kernel-k.html").read_text(encoding="utf-8")
     # BOUND-008 did not run here: the link goes to its catalog entry
     assert 'Blocked by <a href="area-bound.html#BOUND-008">BOUND-008</a>' in kpage and "(its only check blocked)" in kpage
-    assert ">blocked<" in kpage and ">not applicable<" in kpage and "tool_kinds declared absent" in kpage
+    assert ">blocked<" in kpage and ">n/a<" in kpage and "tool_kinds declared absent" in kpage
     area = (tmp_path / "site" / "area-bound.html").read_text(encoding="utf-8")
     assert "v-blocked" in area

@@ -8,9 +8,9 @@ take the same ``akc`` fixture.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 

@@ -319,3 +319,24 @@ def test_report_files_follow_the_umask_and_symlinks_and_hypothesis_uses_the_run_
     assert link.is_symlink() and verdicts(report(target)) == {"DONE-001": "pass"}
     assert stat.S_IMODE((tmp_path / "r.md").stat().st_mode) == 0o644
     assert not list(tmp.iterdir())  # no akc-hypothesis folder shared by every run
+
+
+# ----------------------------------------------------------------------------- issue 25: kernel text is data
+
+
+def test_hostile_kernel_text_is_data_in_every_report_and_on_the_terminal(here: Callable[..., Ran], tmp_path: Path) -> None:
+    import tomllib
+    from xml.etree import ElementTree as ET
+
+    exp = tmp_path / "exp.toml"
+    out, data = run_case(tmp_path, inproc("HostileText"), *FEW, "--junit", str(tmp_path / "r.xml"),
+                         "--markdown", str(tmp_path / "r.md"), "--write-expectations", str(exp), code=3, via=here)
+    assert sorted(verdicts(data).values()) == ["error", "pass"]
+    assert "\ufffd" in messages(data)  # the lone surrogate, replaced
+    ET.parse(tmp_path / "r.xml")
+    assert "<b>" not in (tmp_path / "r.md").read_text()
+    tomllib.loads(exp.read_text())
+    assert not any(ch in out.stdout for ch in "\x1b\x00\x07\r\x9b\u202e")
+    assert "conformant" not in out.stdout.splitlines() and "\\x1b]52;" in out.stdout
+    again = here("--adapter", inproc("HostileText"), *FEW, "--expect", str(exp))
+    assert again.returncode == 0, again.stdout + again.stderr

@@ -13,7 +13,6 @@ committed and reviewed.
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from collections.abc import Iterable
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import UsageError
+from conformance.report import escape
 from conformance.report.model import ExpectationsResult, Report, explanation
 from conformance.report.verdicts import EXIT_FAILED, exit_code
 
@@ -145,9 +145,7 @@ _HEADER = """\
 """
 
 
-def _toml_string(text: str) -> str:
-    # A JSON string is a valid TOML basic string (same escapes, \\uXXXX for control characters).
-    return json.dumps(text, ensure_ascii=False)
+_toml_string = escape.toml_string
 
 
 def one_line(text: str, limit: int = 160) -> str:

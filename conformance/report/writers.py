@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from conformance.report import escape
 from conformance.report.model import VERDICTS, Report, RequirementResult, explanation, short_title, summary_line
 
 def _mode_for(target: Path) -> int:
@@ -42,7 +43,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def to_json(report: Report) -> str:
-    return report.model_dump_json(indent=2) + "\n"
+    """The report as JSON; kernel text holding a lone surrogate (UTF-8 cannot carry it) goes
+    through :func:`escape.json_safe` first."""
+    try:
+        return report.model_dump_json(indent=2) + "\n"
+    except ValueError:  # pydantic's "surrogates not allowed"
+        return Report.model_validate(escape.json_safe(report.model_dump())).model_dump_json(indent=2) + "\n"
 
 
 def to_junit(report: Report) -> str:
@@ -95,6 +101,10 @@ def to_junit(report: Report) -> str:
     suite.set("time", f"{report.duration_s:.3f}")
     suites = ET.Element("testsuites", {k: str(v) for k, v in tally.items()})
     suites.append(suite)
+    for el in suites.iter():  # kernel text anywhere: only what XML 1.0 allows
+        el.attrib.update({k: escape.xml(v) for k, v in el.attrib.items()})
+        if el.text:
+            el.text = escape.xml(el.text)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
@@ -105,17 +115,16 @@ def _details(req: RequirementResult) -> str:
     )
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+_md_cell = escape.markdown_cell
 
 
 def to_markdown(report: Report) -> str:
     """A CI step summary: the counts, then the requirements that are not a pass (new ones first,
     then the expected ones), and how the run compares with its expectations file."""
     lines = [
-        f"## Agent kernel conformance: {report.kernel.name} {report.kernel.version}",
+        f"## Agent kernel conformance: {_md_cell(report.kernel.name)} {_md_cell(report.kernel.version)}",
         "",
-        summary_line(report),
+        _md_cell(summary_line(report)),
         "",
         "| verdict | count |",
         "| --- | --- |",

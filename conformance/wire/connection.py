@@ -86,7 +86,10 @@ def loop_token() -> Any:
 
 
 def _dumps(msg: dict[str, Any]) -> bytes:
-    return (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    try:
+        return (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate the kernel sent, echoed back: as a JSON escape
+        return (json.dumps(msg, separators=(",", ":")) + "\n").encode("ascii")
 
 
 class Connection:

@@ -155,6 +155,27 @@ class CallsToolNotOffered(Wrapper):
         return result
 
 
+#: Text a hostile kernel sends: screen clear, cursor home, window title, clipboard write (OSC 52),
+#: a hyperlink, a forged "conformant" line, NUL, lone surrogates, a bidi override, a C1 CSI.
+HOSTILE = (
+    "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"
+    "\r\nconformant\n\x00\ud800\u202eevil\x9b31m|<b>&</b>"
+)
+
+
+class HostileText(Wrapper):
+    """Names itself with hostile text, and raises it as its error on its first scenario."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.info = self.inner.info.model_copy(update={"name": "k" + HOSTILE, "version": HOSTILE})
+
+    async def run(self, scenario: Any, doubles: Any) -> Any:
+        if _nth() == 1:
+            raise RuntimeError(HOSTILE)
+        return await self.inner.run(scenario, doubles)
+
+
 def factory(name: str) -> Any:
     return globals()[name]()
 

@@ -245,6 +245,12 @@ def test_slow_but_progressing_kernel_is_incomplete_not_fail(here: Callable[..., 
     assert "too slow to finish" in messages(data) and "--timeout-scale" in messages(data)
 
 
+def test_kernel_deadlocked_while_a_thread_pings_is_hung_not_slow(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} chatty", "--req", "LOOP-001", "--timeout-scale", "0.2", code=1, via=here)
+    assert verdicts(data) == {"LOOP-001": "fail"}
+    assert "did not finish" in messages(data) and "too slow" not in messages(data)
+
+
 def test_circuit_breaker_stops_a_kernel_that_hangs_every_scenario(here: Callable[..., Ran], tmp_path: Path) -> None:
     out, data = run_case(tmp_path, inproc("HangsAlways"), "--req", "DONE-001", "--req", "TOOL-003",
                          "--timeout-scale", "0.05", "--max-hangs", "2", code=3, via=here)

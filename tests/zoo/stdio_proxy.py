@@ -10,6 +10,8 @@ way, chosen by ``argv[1]``:
   holds an invalid UTF-8 byte;
 * ``dollar``: sends a ``$/progress`` notification before every message (LSP clients do);
 * ``bigline``: on its first ``run``, writes 5 MB without a newline, then goes silent;
+* ``chatty``: never passes a ``run`` on to the kernel (deadlocked in its turn) while a thread
+  sends a ``$/progress`` notification every 20 ms;
 * ``misspelt``: claims the capability ``"max_cost_usd "`` (a trailing space) at ``start``.
 """
 
@@ -66,6 +68,14 @@ def main() -> None:
             if MODE == "bigline":
                 write(b"x" * (5 * 1024 * 1024))
                 time.sleep(60)
+        if MODE == "chatty" and msg.get("method") == "run":
+            def ping() -> None:
+                while True:
+                    write(b'{"jsonrpc":"2.0","method":"$/progress","params":{"token":1,"value":{"kind":"report"}}}\n')
+                    time.sleep(0.02)
+
+            threading.Thread(target=ping, daemon=True).start()
+            continue
         if MODE == "late" and msg.get("id") == 9999:
             continue  # the harness's answer to the late call
         kernel.stdin.write(line)

@@ -298,6 +298,19 @@ def test_tool_never_offered_fails_tool_004(here: Callable[..., Ran], tmp_path: P
     assert "'rm_rf'" in messages(data) and "never offered" in messages(data)
 
 
+@pytest.mark.parametrize("reqs", [["TOOL-003"], ["TOOL-003", "TOOL-004"]])
+def test_tool_never_offered_is_charged_to_tool_004_whatever_scenario_ran(here: Callable[..., Ran], tmp_path: Path, reqs: list[str]) -> None:
+    args = [a for r in reqs for a in ("--req", r)]
+    out, data = run_case(tmp_path, inproc("CallsToolNotOffered"), *args, code=1, via=here)
+    v = verdicts(data)
+    assert v["TOOL-004"] == "fail" and v["TOOL-003"] != "fail"  # blame follows the fault, not the clock
+    tool3 = [c["message"] for r in data["requirements"] if r["id"] == "TOOL-003" for c in r["checks"]]
+    assert any("blocked by TOOL-004" in (m or "") for m in tool3)
+    tool4 = " ".join(c["message"] or "" for r in data["requirements"] if r["id"] == "TOOL-004" for c in r["checks"])
+    assert "charged to TOOL-004" in tool4 and "'rm_rf'" in tool4
+    assert ("was not selected with --req" in tool4) == ("TOOL-004" not in reqs)
+
+
 @pytest.mark.timeout(25)
 def test_adapter_mutating_the_scenario_cannot_extend_its_timeout(here: Callable[..., Ran], tmp_path: Path) -> None:
     out, data = run_case(tmp_path, inproc("MutatesTimeout"), "--req", "LOOP-001", "--timeout-scale", "0.2", code=3, via=here)

@@ -202,6 +202,25 @@ def take_strays(state: AkcState, adapter: Any) -> None:
             state.collect_errors.append(message)
 
 
+def charge(req_id: str, message: str) -> None:
+    """Charge a fault that names its requirement to that requirement, whatever scenario saw it
+    (blame follows the fault, not the clock): a failing check of ``req_id`` under the running
+    item's feature and scenario. Reported even when ``--req`` did not select ``req_id``."""
+    from conformance.report.verdicts import Check
+
+    state = current_state()
+    seen = state.checks.get(state.current or "")
+    key = f"{state.current} (charged to {req_id})"
+    check = state.checks.get(key)
+    if check is None:
+        check = state.checks[key] = Check(
+            [req_id], seen.feature if seen else "", seen.scenario if seen else "", profiles=list(state.profiles), charged=True,
+        )
+    selected = state.req_filter is None or req_id in state.req_filter
+    check.worsen("fail", f"seen in this scenario, charged to {req_id}: {message}"
+                 + ("" if selected else f" ({req_id} was not selected with --req; reported all the same)"))
+
+
 def _recording_runner(state: AkcState) -> PortalRunner:
     """A PortalRunner that hands every ScenarioRun of ``run`` (a hang included) to
     ``state.record`` (for the traces)."""
@@ -1029,6 +1048,9 @@ def build_report(state: AkcState) -> Report:
     if state.smoke:  # a smoke run reports only what the smoke scenarios check
         covered = {i for c in state.checks.values() for i in c.requirement_ids}
         selected = sorted(covered & set(selected)) if selected is not None else sorted(covered)
+    charged = {i for c in state.checks.values() if getattr(c, "charged", False) for i in c.requirement_ids}
+    if selected is not None and charged - set(selected):  # a fault is reported under the requirement it names
+        selected = sorted(set(selected) | charged)
     verdicts = compute(
         state.catalog.requirements if state.catalog is not None else None,
         list(state.checks.values()),

@@ -45,6 +45,9 @@ class Check:
     profiles: list[str] = field(default_factory=list)
     #: What the check observed that shows its situation happened (see conformance.harness.evidence).
     evidence: list[str] = field(default_factory=list)
+    #: A fault another scenario saw, charged to the requirement it names (``plugin.charge``):
+    #: reported under that requirement even when ``--req`` did not select it.
+    charged: bool = False
 
     def worsen(self, outcome: str, message: str | None) -> None:
         """Keep the most severe outcome seen over setup, call and teardown."""

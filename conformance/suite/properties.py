@@ -105,9 +105,10 @@ def context(profile: str = "kernel", name: str = "property") -> Any:
     state = _state()
     if profile not in state.info.profiles:
         raise Unsupported(f"the adapter does not claim the {profile} profile")
+    check = state.checks.get(state.current or "")
     return ScenarioContext(
         adapter=state.adapter, info=state.info, runner=state.portal(), profile=profile, name=name,
-        evidence=state.evidence_log(None),
+        evidence=state.evidence_log(None), requirement_ids=list(check.requirement_ids) if check else None,
     )
 
 

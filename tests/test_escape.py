@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import tomllib
 from xml.etree import ElementTree as ET
 
@@ -107,3 +108,31 @@ def test_terminal_escapes_are_visible_and_one_line() -> None:
     assert escape.xml("a\x00b\tc\nd") == "a\\x00b\tc\nd"
     assert escape.markdown_cell("a|b\\|<i>\n") == "a\\|b\\\\\\|&lt;i&gt;\\\\n"  # renders as a|b\|<i>\n
     assert tomllib.loads("k = " + escape.toml_string("q\"\\\x7f\ud800\x00"))["k"] == "q\"\\\x7f\ufffd\x00"
+
+
+def test_no_hypothesis_setting_measures_the_machine(monkeypatch) -> None:
+    """Every property of the project's tests and of the suite runs without a deadline or the
+    "too slow" health check (a loaded machine must not fail them; issue 25)."""
+    import importlib.util
+    from pathlib import Path
+
+    from hypothesis import HealthCheck, settings
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.syspath_prepend(str(root / "tests" / "kernel"))
+    files = [*sorted((root / "conformance" / "suite").glob("test_prop_*.py")), *sorted((root / "tests" / "kernel").glob("test_k_*.py")),
+             root / "tests" / "test_trace.py"]
+    found = 0
+    for path in files:
+        spec = importlib.util.spec_from_file_location(f"_akc_settings_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look themselves up there
+        spec.loader.exec_module(module)
+        for obj in vars(module).values():
+            if getattr(getattr(obj, "hypothesis", None), "inner_test", None) is None:
+                continue
+            found += 1
+            chosen = getattr(obj, "_hypothesis_internal_use_settings", None) or settings.default
+            assert chosen.deadline is None and HealthCheck.too_slow in chosen.suppress_health_check, f"{path.name}: {obj.__name__}"
+    assert found >= 10, found

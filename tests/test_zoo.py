@@ -359,3 +359,26 @@ def test_hostile_kernel_text_is_data_in_every_report_and_on_the_terminal(here: C
     assert "conformant" not in out.stdout.splitlines() and "\\x1b]52;" in out.stdout
     again = here("--adapter", inproc("HostileText"), *FEW, "--expect", str(exp))
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+@pytest.mark.timeout(30)
+def test_report_path_that_only_fails_at_write_time_is_caught_before_the_run(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out = _usage(here, tmp_path, "--adapter", inproc("Wrapper"), "--req", "DONE-001", "--write-expectations", "/proc/self/net/x.toml")
+    assert "--write-expectations /proc/self/net/x.toml: cannot write in" in out.stderr
+
+
+@pytest.mark.timeout(30)
+def test_two_outputs_at_one_path_is_a_usage_error(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out = _usage(here, tmp_path, "--adapter", inproc("Wrapper"), "--req", "DONE-001", "--junit", str(tmp_path / "stale.json"))
+    assert "the same file as --json" in out.stderr
+
+
+def test_report_write_failing_after_the_run_is_one_line_each_and_exit_3(here: Callable[..., Ran], tmp_path: Path) -> None:
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    out = here("--adapter", inproc("BreaksOutputFolder"), "--req", "DONE-001", "--json", str(outdir / "r.json"),
+               "--markdown", str(outdir / "r.md"), "--write-expectations", str(outdir / "e.toml"), env={"ZOO_OUTDIR": str(outdir)})
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr and "wrote the expectations" not in out.stdout
+    for flag, name in (("--json", "r.json"), ("--markdown", "r.md"), ("--write-expectations", "e.toml")):
+        assert sum(f"cannot write {flag} {outdir / name}:" in line for line in out.stdout.splitlines()) == 1, out.stdout

@@ -95,6 +95,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"akc run: {terminal(why)}", err=True)
             raise typer.Exit(result.exit_code)
         print_report(result.report, all_rows=all_rows)
-        if write_expectations:
+        from conformance.report.writers import write_failed
+
+        if write_expectations and not write_failed(result.report, "--write-expectations"):
             typer.echo(f"wrote the expectations of this run to {write_expectations}")
         raise typer.Exit(result.exit_code)

@@ -1012,11 +1012,9 @@ def finish_run(session: pytest.Session, exitstatus: int) -> None:
         json_path=config.getoption("akc_json"),
         junit_path=config.getoption("akc_junit"),
         markdown_path=config.getoption("akc_markdown"),
+        expectations_path=config.getoption("akc_write_expectations", None),
+        previous=state.expectations,
     )
-    if config.getoption("akc_write_expectations", None):
-        from conformance.report.expectations import write as write_expectations
-
-        write_expectations(state.report, config.getoption("akc_write_expectations"), state.expectations)
 
 
 def abnormal_end(state: AkcState, exitstatus: int) -> tuple[int, str] | None:

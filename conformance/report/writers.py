@@ -149,15 +149,45 @@ def to_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: How a report file that could not be written is named in the report's errors (and by the CLI).
+WRITE_FAILED = "cannot write {flag} {path}: {why}"
+
+
 def write_reports(
-    report: Report, *, json_path: str | None = None, junit_path: str | None = None, markdown_path: str | None = None
+    report: Report, *, json_path: str | None = None, junit_path: str | None = None, markdown_path: str | None = None,
+    expectations_path: str | None = None, previous: object = None,
 ) -> list[Path]:
-    """Write each requested report atomically; returns the paths written."""
-    written = []
-    if json_path:
-        written.append(write_atomic(json_path, to_json(report)))
-    if junit_path:
-        written.append(write_atomic(junit_path, to_junit(report)))
-    if markdown_path:
-        written.append(write_atomic(markdown_path, to_markdown(report)))
-    return written
+    """Write each requested report atomically (and the expectations file, from ``previous``, the
+    file given to ``--expect``); returns the paths written. A file that cannot be written (a full
+    disk, a path that passed the checks before the run) never raises: it is one line in the
+    report's errors, the run exits 3 unless it already fails (1), and the files that were written
+    are written again to say so."""
+    from conformance.report.expectations import render
+
+    jobs = [("--json", json_path, to_json), ("--junit", junit_path, to_junit), ("--markdown", markdown_path, to_markdown),
+            ("--write-expectations", expectations_path, lambda r: render(r, previous))]  # type: ignore[arg-type]
+    written: list[tuple[str, Path, object]] = []
+    failed = []
+    for flag, path, render_one in jobs:
+        if not path:
+            continue
+        try:
+            written.append((flag, write_atomic(path, render_one(report)), render_one))  # type: ignore[operator]
+        except OSError as exc:
+            failed.append(WRITE_FAILED.format(flag=flag, path=path, why=exc.strerror or exc))
+    if failed:
+        report.errors.extend(failed)
+        if report.exit_code == 0:
+            report.exit_code = 3
+        for flag, target, render_one in written:
+            try:
+                write_atomic(target, render_one(report))  # type: ignore[operator]
+            except OSError:
+                pass  # it was written once: the earlier text stays
+    return [target for _, target, _ in written]
+
+
+def write_failed(report: Report, flag: str) -> bool:
+    """Did writing the file of ``flag`` fail (:func:`write_reports`)?"""
+    head = WRITE_FAILED.split("{path}")[0].format(flag=flag)
+    return any(e.startswith(head) for e in report.errors)

@@ -176,6 +176,19 @@ class HostileText(Wrapper):
         return await self.inner.run(scenario, doubles)
 
 
+class BreaksOutputFolder(Wrapper):
+    """On its first scenario, replaces the folder ``$ZOO_OUTDIR`` (where the reports go, checked
+    writable before the run) with a file: every report write fails at the end of the run."""
+
+    async def run(self, scenario: Any, doubles: Any) -> Any:
+        if _nth() == 1:
+            folder = os.environ["ZOO_OUTDIR"]
+            os.rename(folder, folder + ".moved")
+            with open(folder, "w") as fh:
+                fh.write("not a folder any more\n")
+        return await self.inner.run(scenario, doubles)
+
+
 def factory(name: str) -> Any:
     return globals()[name]()
 

@@ -382,3 +382,19 @@ def test_report_write_failing_after_the_run_is_one_line_each_and_exit_3(here: Ca
     assert "Traceback" not in out.stdout + out.stderr and "wrote the expectations" not in out.stdout
     for flag, name in (("--json", "r.json"), ("--markdown", "r.md"), ("--write-expectations", "e.toml")):
         assert sum(f"cannot write {flag} {outdir / name}:" in line for line in out.stdout.splitlines()) == 1, out.stdout
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", ["wrong-type", "not-utf8", "deep", "endless"])
+def test_bad_expectations_file_is_one_line_and_exit_2_with_a_bounded_read(here: Callable[..., Ran], tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "exp.toml"
+    content = {
+        "wrong-type": b"format = 1\n[expected.LOOP-001]\nverdict = 3\n",
+        "not-utf8": b"format = 1\n# caf\xe9\n",
+        "deep": b"x = " + b"[" * 100_000,
+    }.get(kind)
+    if content is not None:
+        path.write_bytes(content)
+    expect = "/dev/zero" if kind == "endless" else str(path)
+    out = _usage(here, tmp_path, "--adapter", inproc("Wrapper"), "--req", "DONE-001", "--expect", expect)
+    assert f"expectations file {expect}" in out.stderr

@@ -29,6 +29,8 @@ FORMAT = 1
 LISTABLE = ("fail", "error", "incomplete", "pass")
 NOT_PASSING = ("fail", "error", "incomplete")
 _ID = re.compile(r"^[A-Z]+-\d{3}$")
+#: The largest expectations file read (one entry per requirement is a few tens of kilobytes).
+MAX_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -51,13 +53,22 @@ def load(path: str | Path, known_ids: Iterable[str] | None = None) -> Expectatio
     for anything wrong, an unknown requirement id included."""
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            raw_bytes = fh.read(MAX_BYTES + 1)  # bounded: /dev/zero is a path too
     except OSError as exc:
         raise UsageError(f"expectations file {where}: cannot read it ({exc.strerror or exc})") from None
+    if len(raw_bytes) > MAX_BYTES:
+        raise UsageError(f"expectations file {where}: larger than {MAX_BYTES // (1 << 20)} MiB (not an expectations file?)")
+    try:
+        text = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"expectations file {where}: not UTF-8 (byte {exc.start})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"expectations file {where}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"expectations file {where}: nested too deeply to be an expectations file") from None
     fmt = data.get("format", FORMAT)
     if fmt != FORMAT:
         raise UsageError(f"expectations file {where}: format {fmt!r} is not supported (this akc reads format {FORMAT})")
@@ -82,7 +93,7 @@ def load(path: str | Path, known_ids: Iterable[str] | None = None) -> Expectatio
         if extra:
             raise UsageError(f"{at}: unknown key(s) {', '.join(extra)} (use verdict and reason)")
         raw = entry.get("verdict")
-        verdicts = tuple([raw] if isinstance(raw, str) else raw or ())
+        verdicts = tuple([raw] if isinstance(raw, str) else raw if isinstance(raw, list) else ())
         if not verdicts or not all(isinstance(v, str) for v in verdicts):
             raise UsageError(f"{at}: verdict must be one of {', '.join(NOT_PASSING)}, or a list of them")
         bad = [v for v in verdicts if v not in LISTABLE]

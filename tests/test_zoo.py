@@ -236,6 +236,13 @@ def test_kernel_exiting_with_a_grandchild_holding_stdout_is_a_crash_not_a_hang(h
     assert len(pids) >= 2 and not [p for p in pids if _alive(p)]
 
 
+def test_descendants_that_left_the_process_group_end_with_the_run(here: Callable[..., Ran], tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    run_case(tmp_path, f"{PROXY} setsid", *FEW, code=0, via=here, env={"ZOO_PIDFILE": str(pidfile)})
+    pids = [int(p) for p in pidfile.read_text().split()]
+    assert len(pids) == 2 and not [p for p in pids if _alive(p)]
+
+
 # ----------------------------------------------------------------------------- 7. slow is not hung
 
 

@@ -28,7 +28,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 import conformance
 from conformance.boundary.adapter import AdapterInfo
 from conformance.errors import UsageError
-from conformance.wire import validate
+from conformance.wire import reaper, validate
 from conformance.wire.messages import PROTOCOL_VERSION
 
 #: Seconds a kernel process gets to answer ``start`` (it may have a runtime to boot).
@@ -43,6 +43,8 @@ GARBAGE_PREVIEW = 200
 _WIRE_LOG = os.environ.get("AKC_WIRE_LOG")
 
 _LIVE_PIDS: set[int] = set()
+#: Each kernel process's tag (conformance.wire.reaper), by pid.
+_TAGS: dict[int, str] = {}
 _KEEPERS: set[Any] = set()
 
 
@@ -55,18 +57,13 @@ class AdapterErrored(Exception):
 
 
 def kill_group(pid: int) -> None:
-    """SIGKILL the kernel's process group (it leads its own session), or the process alone."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (OSError, AttributeError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    """SIGKILL the kernel's process group (it leads its own session), the process, and every
+    descendant, those that called ``setsid()`` included (:mod:`conformance.wire.reaper`)."""
+    reaper.end_all(pid, _TAGS.pop(pid, None))
 
 
 def _kill_leftovers() -> None:
-    """At interpreter exit: no kernel process (nor its children) outlives the harness."""
+    """At interpreter exit: no kernel process (nor its descendants) outlives the harness."""
     for pid in list(_LIVE_PIDS):
         kill_group(pid)
 
@@ -125,7 +122,8 @@ class Connection:
 
     async def open(self) -> None:
         self.stderr_file = tempfile.TemporaryFile(prefix="akc-kernel-stderr-")
-        env = dict(os.environ, AKC_PROTOCOL=str(PROTOCOL_VERSION))
+        tag = reaper.new_tag()
+        env = dict(os.environ, AKC_PROTOCOL=str(PROTOCOL_VERSION), **{reaper.TAG_VAR: tag})
         try:
             self.process = await anyio.open_process(
                 self.command, stdin=-1, stdout=-1, stderr=self.stderr_file, env=env, start_new_session=os.name == "posix"
@@ -135,6 +133,7 @@ class Connection:
             raise UsageError(f"adapter 'stdio:{shlex.join(self.command)}': cannot start {self.command[0]!r} ({exc.strerror})") from None
         self.token = loop_token()
         _LIVE_PIDS.add(self.process.pid)
+        _TAGS[self.process.pid] = tag
         self._spawn_keeper()
         assert self.process.stdout is not None
         self.stdout = BufferedByteReceiveStream(self.process.stdout)

@@ -4,6 +4,9 @@ way, chosen by ``argv[1]``:
 
 * ``grandchild``: leaves a grandchild (``sleep 60``) holding its stdout, then exits (code 4) on
   its first ``run`` (the grandchild's pid goes to the file ``$ZOO_PIDFILE``);
+* ``setsid``: on its first ``run``, starts a daemon (``sleep 60`` in a session of its own, so not
+  in the kernel's process group) and a double-forked one whose parent exits at once (both pids go
+  to ``$ZOO_PIDFILE``), then carries on normally;
 * ``duplicate``: answers the run of seq 1 twice;
 * ``late``: after answering the run of seq 1, sends a ``tool.invoke`` carrying seq 1;
 * ``badutf8``: before answering the run of seq 1, sends a ``span`` notification whose JSON string
@@ -63,6 +66,14 @@ def main() -> None:
     for line in sys.stdin.buffer:  # harness → kernel
         msg = json.loads(line)
         if msg.get("method") == "run":
+            if MODE == "setsid" and not os.path.exists(os.environ["ZOO_PIDFILE"]):
+                daemon = subprocess.Popen(["sleep", "60"], start_new_session=True, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                orphan = subprocess.run(
+                    [sys.executable, "-c", "import subprocess; print(subprocess.Popen(['sleep', '60'], start_new_session=True, "
+                     "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL).pid)"], capture_output=True, text=True).stdout.strip()
+                with open(os.environ["ZOO_PIDFILE"], "a") as fh:
+                    fh.write(f"{daemon.pid}\n{orphan}\n")
             if MODE == "grandchild":
                 os._exit(4)
             if MODE == "bigline":

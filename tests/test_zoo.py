@@ -210,10 +210,12 @@ def test_unwritable_output_path_is_a_usage_error_before_running(here: Callable[.
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("adapter", [inproc("MisspeltCapability"), f"{PROXY} misspelt"])
+@pytest.mark.parametrize("adapter", [inproc("MisspeltCapability"), f"{PROXY} misspelt", inproc("ConstructedInfo"),
+                                     inproc("InfoChangesAfterRead"), inproc("ManyCapabilities")])
 def test_misspelt_capability_is_a_usage_error_listing_the_known_ones(here: Callable[..., Ran], tmp_path: Path, adapter: str) -> None:
     out = _usage(here, tmp_path, "--adapter", adapter)
     assert "unknown capability" in out.stderr and "max_cost_usd" in out.stderr and "subagents" in out.stderr
+    assert len(out.stderr) < 2000  # a 100k-entry list is not echoed whole
 
 
 # ----------------------------------------------------------------------------- 6. process groups

@@ -103,6 +103,40 @@ class MisspeltCapability(Wrapper):
         self.info = {**self.inner.info.model_dump(), "capabilities": ["subagent", "max_cost_usd "]}
 
 
+class ConstructedInfo(Wrapper):
+    """Builds its info with ``model_construct`` (no validation): a misspelt capability."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.info = type(self.inner.info).model_construct(**{**dict(self.inner.info), "capabilities": ["subagent"]})
+
+
+class InfoChangesAfterRead(Wrapper):
+    """Its info is valid when first read, then claims an unknown capability (a property)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def info(self) -> Any:
+        self.reads += 1
+        info = self.inner.info
+        if self.reads > 1:
+            info = type(info).model_construct(**{**dict(info), "capabilities": [*info.capabilities, "max_cost_usd "]})
+        return info
+
+    @info.setter
+    def info(self, value: Any) -> None:
+        pass
+
+
+class ManyCapabilities(Wrapper):
+    def __init__(self) -> None:
+        super().__init__()
+        self.info = {**self.inner.info.model_dump(), "capabilities": [f"cap{i}" for i in range(100_000)]}
+
+
 class _SlowDoubles:
     """The real doubles, each model call 0.2 s late: a correct kernel on a slow machine."""
 

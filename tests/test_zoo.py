@@ -292,6 +292,15 @@ def test_dollar_notifications_are_ignored(here: Callable[..., Ran], tmp_path: Pa
     assert set(verdicts(data).values()) == {"pass"}
 
 
+def test_kernel_that_stops_reading_its_stdin_is_named_so_with_bounded_memory(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} deaf", "--req", "LOOP-001", "--timeout-scale", "0.3", code=3, via=here,
+                         env={"ZOO_CALLBACKS": "40"})  # 40 answers of 256 kB: past the 8 MiB bound
+    assert set(verdicts(data).values()) == {"error"}
+    text = messages(data)
+    assert "the kernel has not read its stdin for" in text and "unsent" in text
+    assert "ExceptionGroup" not in text and "blocked the event loop" not in text
+
+
 def test_long_line_without_newline_says_how_many_bytes_are_pending(here: Callable[..., Ran], tmp_path: Path) -> None:
     out, data = run_case(tmp_path, f"{PROXY} bigline", "--req", "LOOP-001", "--timeout-scale", "0.2", code=1, via=here)
     assert verdicts(data) == {"LOOP-001": "fail"}

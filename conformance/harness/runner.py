@@ -79,7 +79,8 @@ def _describe_event(e: dict[str, Any]) -> str:
     if kind == "hook":
         return f"hook {e['hook_id']} at {e['point']}"
     if kind in ("tool_start", "tool_end"):
-        return f"{kind} {e['call_id']} ({e['name']})"
+        name = str(e["name"])
+        return f"{kind} {e['call_id']} ({name if len(name) <= 80 else name[:79] + '…'})"
     if kind in ("model_request", "model_response", "script_exhausted", "model_error"):
         return f"{kind} #{e['index']}"
     return kind

@@ -305,9 +305,12 @@ class StdioAdapter:
         return self._seq
 
     def pending_output(self) -> str | None:
-        """Bytes the kernel wrote without a newline (for the hang diagnostic)."""
+        """Bytes the kernel wrote without a newline, writes to its stdin it did not take (for
+        the hang diagnostic)."""
         conn = self._conn
-        return conn.pending() if conn is not None and conn.stdout is not None else None
+        if conn is None or conn.stdout is None:
+            return None
+        return "; ".join(filter(None, (conn.pending(), conn.stdin_stalled()))) or None
 
     def take_strays(self) -> list[tuple[int, str]]:
         out, self.strays = self.strays, []

@@ -18,6 +18,7 @@ import os
 import shlex
 import signal
 import tempfile
+import time
 from typing import Any
 
 import anyio
@@ -36,6 +37,10 @@ START_TIMEOUT_S = float(os.environ.get("AKC_STDIO_START_TIMEOUT", "20"))
 #: Longest line accepted from the kernel (a RunResult with a big journal is one line).
 MAX_LINE = 64 * 1024 * 1024
 STDERR_TAIL_LINES = 15
+#: Bytes of writes to the kernel's stdin waiting at once (callbacks answered, the answers not
+#: taken) past which the kernel is taken to have stopped reading: the run ends there, so the
+#: harness's memory stays bounded.
+MAX_UNSENT_BYTES = 8 << 20
 GARBAGE_PREVIEW = 200
 
 #: ``AKC_WIRE_LOG=path``: append every line, both ways, to this file (``→`` harness to kernel,
@@ -102,6 +107,10 @@ class Connection:
         self.lines_read = 0
         self._next_id = 0
         self._write_lock = anyio.Lock()
+        #: Writes to stdin not finished yet (and their bytes), and when stdin last took one.
+        self.unsent = 0
+        self.unsent_bytes = 0
+        self._stdin_moved = time.monotonic()
         #: ids of our own pending requests → method (to validate their responses).
         self._ours: dict[int, str] = {}
         self._released = anyio.Event()
@@ -278,11 +287,33 @@ class Connection:
         proc = self.process
         if proc is None or proc.stdin is None:
             raise WireError("the kernel process is gone")
-        async with self._write_lock:
-            try:
-                await proc.stdin.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                raise await self.died("a write to its stdin") from None
+        if self.unsent_bytes + len(data) > MAX_UNSENT_BYTES:
+            raise WireError(self.stdin_stalled(0.0) or "the kernel stopped reading its stdin")
+        if self.unsent == 0:
+            self._stdin_moved = time.monotonic()
+        self.unsent += 1
+        self.unsent_bytes += len(data)
+        try:
+            async with self._write_lock:
+                try:
+                    await proc.stdin.send(data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    raise await self.died("a write to its stdin") from None
+            self._stdin_moved = time.monotonic()
+        finally:
+            self.unsent -= 1
+            self.unsent_bytes -= len(data)
+
+    def stdin_stalled(self, after_s: float = 0.5) -> str | None:
+        """Says so when writes to the kernel's stdin have waited over ``after_s`` (for a hang
+        diagnostic, and the error past :data:`MAX_UNSENT_BYTES`)."""
+        stuck = time.monotonic() - self._stdin_moved
+        if not self.unsent or stuck < after_s:
+            return None
+        return (
+            f"the kernel has not read its stdin for {stuck:.1f} s; "
+            f"{self.unsent} message{'s' if self.unsent != 1 else ''} to it ({self.unsent_bytes} bytes, callback answers) unsent"
+        )
 
     async def receive(self, during: str) -> dict[str, Any]:
         """The next message from the kernel's stdout; WireError on EOF or a line that is not

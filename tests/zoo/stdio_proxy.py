@@ -15,6 +15,8 @@ way, chosen by ``argv[1]``:
 * ``bigline``: on its first ``run``, writes 5 MB without a newline, then goes silent;
 * ``chatty``: never passes a ``run`` on to the kernel (deadlocked in its turn) while a thread
   sends a ``$/progress`` notification every 20 ms;
+* ``deaf``: on its first ``run``, stops reading its stdin and sends ``$ZOO_CALLBACKS`` (40) ``tool.invoke`` callbacks of a 256 kB tool name
+  (their answers fill the pipe), then waits;
 * ``misspelt``: claims the capability ``"max_cost_usd "`` (a trailing space) at ``start``.
 """
 
@@ -79,6 +81,12 @@ def main() -> None:
             if MODE == "bigline":
                 write(b"x" * (5 * 1024 * 1024))
                 time.sleep(60)
+        if MODE == "deaf" and msg.get("method") == "run":
+            seq = msg["params"]["seq"]
+            for n in range(int(os.environ.get("ZOO_CALLBACKS", "40"))):
+                write(json.dumps({"jsonrpc": "2.0", "id": 10_000 + n, "method": "tool.invoke", "params": {
+                    "seq": seq, "call": {"id": f"c{n}", "name": "x" * (256 << 10), "args": {}}, "turn": {}}}).encode() + b"\n")
+            time.sleep(60)
         if MODE == "chatty" and msg.get("method") == "run":
             def ping() -> None:
                 while True:

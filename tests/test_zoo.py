@@ -416,3 +416,14 @@ def test_bad_expectations_file_is_one_line_and_exit_2_with_a_bounded_read(here: 
     expect = "/dev/zero" if kind == "endless" else str(path)
     out = _usage(here, tmp_path, "--adapter", inproc("Wrapper"), "--req", "DONE-001", "--expect", expect)
     assert f"expectations file {expect}" in out.stderr
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("content", [b'{"kernel": {"name": "x", "version": "1"}, "requirements": [{"id": 3}]}', b"[" * 100_000,
+                                     b"\xff\xfe", b'{"kernel": 3}'], ids=["bad-field", "deep", "not-utf8", "no-requirements"])
+def test_book_with_a_malformed_report_is_one_line_and_exit_2(tmp_path: Path, content: bytes) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    out = run_akc("book", str(tmp_path / "site"), "--no-matrix", "--report", str(bad))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr[-500:]
+    assert str(bad) in out.stderr and not (tmp_path / "site" / "index.html").exists()

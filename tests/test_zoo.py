@@ -287,6 +287,12 @@ def test_invalid_utf8_is_a_protocol_error_naming_the_line(here: Callable[..., Ra
     assert "not valid UTF-8" in messages(data) and "line" in messages(data)
 
 
+def test_circuit_breaker_names_a_protocol_break_not_a_hang(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} badutf8-always", "--req", "DONE-001", "--req", "TOOL-003", "--max-hangs", "2",
+                         code=3, via=here)
+    assert "in which the kernel broke the protocol (circuit breaker" in data["errors"][-1], data["errors"][-1]
+
+
 def test_dollar_notifications_are_ignored(here: Callable[..., Ran], tmp_path: Path) -> None:
     out, data = run_case(tmp_path, f"{PROXY} dollar", *FEW, code=0, via=here)
     assert set(verdicts(data).values()) == {"pass"}

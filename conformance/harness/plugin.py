@@ -118,6 +118,8 @@ class AkcState:
     smoke: bool = False
     #: Consecutive hung / restarted scenarios, and why the run was stopped (the circuit breaker).
     hangs_in_a_row: int = 0
+    #: How the kernel was lost in those scenarios (``lost_how``).
+    lost_how: set[str] = field(default_factory=set)
     stopped: str | None = None
     #: The scenario an interruption (signal, os._exit in a supervised child) landed in.
     interrupted_in: str | None = None
@@ -178,13 +180,28 @@ class AkcState:
             self.last_run = run
         if getattr(run, "timed_out", False) or getattr(run, "lost_kernel", False):
             self.hangs_in_a_row += 1
+            self.lost_how.add(lost_how(run))
         else:
             self.hangs_in_a_row = 0
+            self.lost_how = set()
         if self.max_hangs and self.hangs_in_a_row >= self.max_hangs and self.stopped is None:
+            how = sorted(self.lost_how)
             self.stopped = (
-                f"stopped after {self.hangs_in_a_row} consecutive scenarios in which the kernel hung or its "
-                f"process died (circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
+                f"stopped after {self.hangs_in_a_row} consecutive scenarios in which the kernel "
+                f"{', '.join(how[:-1]) + ' or ' + how[-1] if len(how) > 1 else how[0]} "
+                f"(circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
             )
+
+
+def lost_how(run: Any) -> str:
+    """How a scenario lost the kernel, for the circuit breaker's message: it hung, its process
+    died, or it broke the protocol (its connection was dropped: invalid UTF-8, a wrong seq…)."""
+    if getattr(run, "timed_out", False):
+        return "hung"
+    error = getattr(run, "error", None) or ""
+    if "the kernel process " in error or "event loop had stopped" in error:
+        return "died"
+    return "broke the protocol" if "WireError" in error else "was lost"
 
 
 def take_strays(state: AkcState, adapter: Any) -> None:

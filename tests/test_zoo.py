@@ -293,6 +293,12 @@ def test_circuit_breaker_names_a_protocol_break_not_a_hang(here: Callable[..., R
     assert "in which the kernel broke the protocol (circuit breaker" in data["errors"][-1], data["errors"][-1]
 
 
+def test_answer_nested_100k_deep_is_a_wire_error_not_a_recursion_error(here: Callable[..., Ran], tmp_path: Path) -> None:
+    out, data = run_case(tmp_path, f"{PROXY} deep", *FEW, code=3, via=here)
+    assert sorted(verdicts(data).values()) == ["error", "pass"]
+    assert "nested too deeply" in messages(data) and "RecursionError" not in messages(data)
+
+
 def test_dollar_notifications_are_ignored(here: Callable[..., Ran], tmp_path: Path) -> None:
     out, data = run_case(tmp_path, f"{PROXY} dollar", *FEW, code=0, via=here)
     assert set(verdicts(data).values()) == {"pass"}

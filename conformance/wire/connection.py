@@ -340,6 +340,8 @@ class Connection:
             msg = json.loads(text)
         except ValueError:
             msg = None
+        except RecursionError:
+            raise WireError(f"the kernel's message on line {self.lines_read} is nested too deeply to read ({len(raw)} bytes)") from None
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
             preview = text if len(text) <= GARBAGE_PREVIEW else text[:GARBAGE_PREVIEW] + "…"
             raise WireError(

@@ -12,6 +12,7 @@ way, chosen by ``argv[1]``:
 * ``badutf8``: before answering the run of seq 1, sends a ``span`` notification whose JSON string
   holds an invalid UTF-8 byte;
 * ``badutf8-always``: the same before answering every run;
+* ``deep``: answers the run of seq 1 with a result nested 100,000 deep;
 * ``dollar``: sends a ``$/progress`` notification before every message (LSP clients do);
 * ``bigline``: on its first ``run``, writes 5 MB without a newline, then goes silent;
 * ``chatty``: never passes a ``run`` on to the kernel (deadlocked in its turn) while a thread
@@ -58,6 +59,8 @@ def main() -> None:
             first_run = result.get("seq") == 1 and "status" in result
             if (MODE == "badutf8" and first_run) or (MODE == "badutf8-always" and "status" in result):
                 write(b'{"jsonrpc":"2.0","method":"span","params":{"seq":1,"span":{"name":"caf\xe9"}}}\n')
+            if MODE == "deep" and first_run:
+                line = b'{"jsonrpc":"2.0","id":%d,"result":' % msg["id"] + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
             write(line)
             if MODE == "duplicate" and first_run:
                 write(line)

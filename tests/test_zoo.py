@@ -149,6 +149,40 @@ def test_interrupted_run_exits_130_or_143_with_an_incomplete_report(tmp_path: Pa
     assert "exit_code" in (tmp_path / "r.xml").read_text()
 
 
+_STARTING = """
+import os, signal, sys
+sys.argv = ["akc", "run", "--adapter", "tests.zoo.inproc:wrapper", "--req", "DONE-001", "--json", sys.argv[2]]
+import conformance.cli as cli
+real = cli._register
+def register(argv=None):
+    os.kill(os.getpid(), getattr(signal, sys.argv_signal))  # a signal while akc is starting up
+    real(argv)
+cli._register = register
+cli.main()
+"""
+
+
+@pytest.mark.parametrize(("signame", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_signal_while_akc_starts_is_one_line_and_leaves_no_earlier_report(tmp_path: Path, signame: str, code: int) -> None:
+    stale = tmp_path / "r.json"
+    stale.write_text("an earlier run's report\n")
+    script = _STARTING.replace("sys.argv_signal", repr(signame))
+    out = subprocess.run([sys.executable, "-c", script, "-", str(stale)], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == code, out.stderr
+    assert out.stderr.strip() == f"akc: interrupted by {signame} before the run started; no report was written"
+    assert not stale.exists()
+
+
+@pytest.mark.parametrize(("signame", "code"), [("INT", 130), ("TERM", 143)])
+def test_signal_while_the_adapter_loads_is_one_line(tmp_path: Path, signame: str, code: int) -> None:
+    stale = tmp_path / "r.json"
+    stale.write_text("an earlier run's report\n")
+    out = akc("--adapter", "tests.zoo.early_signal:factory", "--json", str(stale), env={"ZOO_SIGNAL": signame})
+    assert out.returncode == code and out.stderr.strip() == f"akc: interrupted by SIG{signame}", out.stderr
+    assert not stale.exists()
+
+
 # ----------------------------------------------------------------------------- 2-3. the event loop
 
 
@@ -305,16 +339,18 @@ def test_dollar_notifications_are_ignored(here: Callable[..., Ran], tmp_path: Pa
 
 
 def test_kernel_that_stops_reading_its_stdin_is_named_so_with_bounded_memory(here: Callable[..., Ran], tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, f"{PROXY} deaf", "--req", "LOOP-001", "--timeout-scale", "0.3", code=3, via=here,
+    out, data = run_case(tmp_path, f"{PROXY} deaf", "--req", "LOOP-001", "--max-hangs", "1", code=3, via=here,
                          env={"ZOO_CALLBACKS": "40"})  # 40 answers of 256 kB: past the 8 MiB bound
-    assert set(verdicts(data).values()) == {"error"}
+    assert "error" in verdicts(data).values()
     text = messages(data)
     assert "the kernel has not read its stdin for" in text and "unsent" in text
     assert "ExceptionGroup" not in text and "blocked the event loop" not in text
 
 
 def test_long_line_without_newline_says_how_many_bytes_are_pending(here: Callable[..., Ran], tmp_path: Path) -> None:
-    out, data = run_case(tmp_path, f"{PROXY} bigline", "--req", "LOOP-001", "--timeout-scale", "0.2", code=1, via=here)
+    # A whole scenario's time (a loaded machine starts the proxy and its kernel slowly), and the
+    # circuit breaker after the first hang so the run pays for one.
+    out, data = run_case(tmp_path, f"{PROXY} bigline", "--req", "LOOP-001", "--max-hangs", "1", code=3, via=here)
     assert verdicts(data) == {"LOOP-001": "fail"}
     assert f"{5 * 1024 * 1024} bytes on the kernel's stdout with no newline" in messages(data)
 

@@ -121,9 +121,12 @@ def prepare(options: SuiteOptions) -> Prepared:
     from conformance.harness.outputs import remove_stale
 
     started = time.perf_counter()
+    from conformance.harness import signals
+
     for path in (options.json_path, options.junit_path, options.markdown_path):
         if path:
             remove_stale(path)
+    signals.run_began()
     info, profiles = validate(options)
     return Prepared(info=info, profiles=profiles, started=started)
 

@@ -136,3 +136,21 @@ def test_no_hypothesis_setting_measures_the_machine(monkeypatch) -> None:
             chosen = getattr(obj, "_hypothesis_internal_use_settings", None) or settings.default
             assert chosen.deadline is None and HealthCheck.too_slow in chosen.suppress_health_check, f"{path.name}: {obj.__name__}"
     assert found >= 10, found
+
+
+def test_the_coloured_terminal_view_shows_hostile_text_as_escapes() -> None:
+    """On a TTY the report is a rich table: its own colours are the only escape sequences."""
+    import io
+
+    from conformance.report.terminal import print_report
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Tty()
+    print_report(hostile_report(HOSTILE), all_rows=True, file=out)
+    text = out.getvalue()
+    own = re.sub(r"\x1b\[[0-9;]*m", "", text)  # rich's SGR colours
+    assert not _ACTIONABLE.search(own.replace("\n", "")), [c for c in own if _ACTIONABLE.match(c)][:5]
+    assert "\\x1b]52;" in own and "conformant" not in own.splitlines()

@@ -162,12 +162,29 @@ cli.main()
 """
 
 
+#: The same signal while the program's modules import (typer's first), before main() runs.
+_IMPORTING = """
+import builtins, os, signal, sys
+sys.argv = ["akc", "run", "--adapter", "tests.zoo.inproc:wrapper", "--req", "DONE-001", "--json", sys.argv[2]]
+real = builtins.__import__
+def imp(name, *args, **kwargs):
+    if name == "typer" and not getattr(builtins, "_sent", False):
+        builtins._sent = True
+        os.kill(os.getpid(), getattr(signal, sys.argv_signal))
+    return real(name, *args, **kwargs)
+builtins.__import__ = imp
+from conformance.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("when", ["importing", "starting"])
 @pytest.mark.parametrize(("signame", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
-def test_signal_while_akc_starts_is_one_line_and_leaves_no_earlier_report(tmp_path: Path, signame: str, code: int) -> None:
+def test_signal_while_akc_starts_is_one_line_and_leaves_no_earlier_report(tmp_path: Path, signame: str, code: int, when: str) -> None:
     stale = tmp_path / "r.json"
     stale.write_text("an earlier run's report\n")
-    script = _STARTING.replace("sys.argv_signal", repr(signame))
-    out = subprocess.run([sys.executable, "-c", script, "-", str(stale)], capture_output=True, text=True, cwd=ROOT, timeout=60,
+    script = (_IMPORTING if when == "importing" else _STARTING).replace("sys.argv_signal", repr(signame))
+    out = subprocess.run([sys.executable, "-c", script, "akc", str(stale)], capture_output=True, text=True, cwd=ROOT, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.returncode == code, out.stderr
     assert out.stderr.strip() == f"akc: interrupted by {signame} before the run started; no report was written"

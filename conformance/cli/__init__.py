@@ -14,19 +14,19 @@ import sys
 from conformance.harness import signals
 
 
-def _take_signals() -> None:
+def _take_signals(handler: object = signals.early_handler) -> None:
     """From here on a SIGINT or SIGTERM is an interruption main() reports in one line (exit
     130/143), never a traceback nor a default death that leaves an earlier run's report in place;
     a run installs its own handlers later (conformance.harness.signals, .supervisor)."""
     for signum in signals.SIGNALS:
         try:
-            signal.signal(signum, signals.early_handler)
+            signal.signal(signum, handler)  # type: ignore[arg-type]
         except ValueError:  # not the main thread: leave them be
             return
 
 
 if os.path.basename(sys.argv[0]) in ("akc", "__main__.py"):  # the program itself: before typer's imports
-    _take_signals()
+    _take_signals(signals.early_note)
 
 import typer  # noqa: E402
 
@@ -138,10 +138,13 @@ def main() -> None:
     previous = {s: signal.getsignal(s) for s in signals.SIGNALS}
     _take_signals()
     try:
+        if signals.early() is not None:  # it came while akc's modules were importing
+            raise _interrupted(sys.argv[1:])
         _main()
     except KeyboardInterrupt:
         raise _interrupted(sys.argv[1:]) from None
-    finally:  # a caller in this process (a test) gets its own handlers back
+    finally:  # a caller in this process (a test) gets its own handlers back, and a fresh start
+        signals.cli_ended()
         for s, handler in previous.items():
             try:
                 signal.signal(s, handler if handler is not None else signal.SIG_DFL)

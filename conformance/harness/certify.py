@@ -120,11 +120,10 @@ def prepare(options: SuiteOptions) -> Prepared:
     report survives a run that fails or is interrupted."""
     import time
 
+    from conformance.harness import signals
     from conformance.harness.outputs import remove_stale
 
     started = time.perf_counter()
-    from conformance.harness import signals
-
     for path in (options.json_path, options.junit_path, options.markdown_path):
         if path:
             remove_stale(path)

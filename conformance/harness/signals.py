@@ -47,6 +47,20 @@ def note(signum: int) -> None:
         _received = signum
 
 
+def cli_ended() -> None:
+    """An ``akc`` command ended in this process (a test's): the next one starts afresh."""
+    global _run_began, _early
+    _run_began, _early = False, None
+
+
+def early_note(signum: int, frame: Any) -> None:
+    """The CLI's handler while its modules import: record the signal (raising there would be a
+    traceback); ``main()`` acts on it as soon as it starts."""
+    global _early
+    _early = signum
+    note(signum)
+
+
 def run_began() -> None:
     global _run_began
     _run_began = True

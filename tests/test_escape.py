@@ -29,7 +29,7 @@ HOSTILE = (
     "\x1b[2J\x1b[H\x1b]0;title\x07\x1b]52;c;cHduZWQ=\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"
     "\r\nconformant\n\x00\ud800\udfff\u202eevil\u2066\x9b31m\x85|<b>&</b>\\|\"'\u2028"
 )
-MEGABYTE = ("A|\x1b\ud800\r\n" * (1 << 20 // 8))[: 1 << 20]
+MEGABYTE = ("A|\x1b\ud800\r\n" * ((1 << 20) // 6 + 1))[: 1 << 20]  # one million characters
 
 
 def hostile_report(text: str) -> Report:

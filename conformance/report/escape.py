@@ -35,47 +35,69 @@ _TERMINAL = re.compile(f"[\x00-\x1f{_INVISIBLE}]")
 _NOT_XML = re.compile(f"[\x00-\x08\x0b-\x1f{_INVISIBLE}\ufffe\uffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-#: TOML basic strings: the characters that must be escaped (a quote, a backslash, the control
-#: characters other than tab; TOML 1.0 §String).
-_TOML = re.compile('["\\\\\x00-\x08\x0a-\x1f\x7f]')
-_MARKDOWN = re.compile(r"[\\|<>&]")
-_MD_ENTITIES = {"\\": "\\\\", "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 
-def _visible(match: re.Match[str]) -> str:
-    ch = match.group()
-    named = _NAMED.get(ch)
+def _visible(code: int) -> str:
+    """A character as a visible escape: ``\\n``, ``\\x1b``, ``\\u202e``, ``\\U000e0001``."""
+    named = _NAMED.get(chr(code))
     if named is not None:
         return named
-    code = ord(ch)
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _table(pattern: re.Pattern[str]) -> dict[int, str]:
+    """A ``str.translate`` table giving every character ``pattern`` matches its visible escape
+    (translate runs in C: a megabyte of controls costs milliseconds, not a call per character)."""
+    members = pattern.pattern[1:-1]
+    codes: list[int] = []
+    k = 0
+    while k < len(members):
+        if k + 2 < len(members) and members[k + 1] == "-":
+            codes += range(ord(members[k]), ord(members[k + 2]) + 1)
+            k += 3
+        else:
+            codes.append(ord(members[k]))
+            k += 1
+    return {code: _visible(code) for code in codes}
+
+
+_TERMINAL_TABLE = _table(_TERMINAL)
+_XML_TABLE = _table(_NOT_XML)
+#: Markdown: the terminal's escapes with their backslash escaped in turn (they render as written),
+#: and the characters that would add a column or render as markup.
+_MARKDOWN_TABLE = {
+    **{code: text.replace("\\", "\\\\") for code, text in _TERMINAL_TABLE.items()},
+    **{ord(ch): text for ch, text in {"\\": "\\\\", "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;"}.items()},
+}
+#: TOML basic strings: a quote, a backslash and the control characters but tab must be escaped
+#: (TOML 1.0, String); lone surrogates cannot be held at all (U+FFFD).
+_TOML_TABLE = {
+    **{code: f"\\u{code:04x}" for code in [*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F]},
+    **{ord(ch): text for ch, text in {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r"}.items()},
+    **{code: "\ufffd" for code in range(0xD800, 0xE000)},
+}
 
 
 def terminal(text: str) -> str:
     """``text`` safe to print on a terminal or in a CI log: one line, no control sequence."""
-    return _TERMINAL.sub(_visible, text)
+    return text.translate(_TERMINAL_TABLE) if _TERMINAL.search(text) else text
 
 
 def xml(text: str) -> str:
     """``text`` with only characters XML 1.0 allows and no control sequence (tab and LF kept;
     ElementTree escapes ``<``, ``&``, quotes and, in attributes, LF)."""
-    return _NOT_XML.sub(_visible, text)
+    return text.translate(_XML_TABLE) if _NOT_XML.search(text) else text
 
 
 def markdown_cell(text: str) -> str:
     """``text`` as one Markdown table cell or list item: one line, its pipes, backslashes and
     HTML escaped (so it neither adds a column nor renders as markup)."""
-    return _MARKDOWN.sub(lambda m: _MD_ENTITIES[m.group()], terminal(text))
-
-
-def _toml_escape(match: re.Match[str]) -> str:
-    ch = match.group()
-    return {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r"}.get(ch) or f"\\u{ord(ch):04x}"
+    return text.translate(_MARKDOWN_TABLE)
 
 
 def toml_string(text: str) -> str:
     """``text`` as a TOML basic string (quoted); lone surrogates, which TOML cannot hold, become U+FFFD."""
-    return '"' + _TOML.sub(_toml_escape, _SURROGATE.sub("\ufffd", text)) + '"'
+    return '"' + text.translate(_TOML_TABLE) + '"'
 
 
 def json_safe(value: Any) -> Any:

@@ -259,10 +259,3 @@ def render(report: Report, previous: Expectations | None = None) -> str:
         lines += ["", f"[expected.{req.id}]", f"verdict = {verdict}", f"reason = {_toml_string(reason)}",
                   f"checks = {checks}", f"fingerprint = {_toml_string(fingerprint(req))}"]
     return "\n".join(lines) + "\n"
-
-
-def write(report: Report, path: str | Path, previous: Expectations | None = None) -> Path:
-    """Write the run's expectations atomically."""
-    from conformance.report.writers import write_atomic
-
-    return write_atomic(path, render(report, previous))

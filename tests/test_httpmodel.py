@@ -303,3 +303,60 @@ def test_cli_model_server_bad_script_is_one_line_exit_2(tmp_path: Path, akc_here
     out = akc_here("model-server", "--script", str(tmp_path / "s.json"))
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "s.json: responses" in out.stderr, out.stderr
+
+
+# ----------------------------------------------------------------------------- issue 25: edge cases
+
+
+def _raw(port: int, request: bytes, host: str = "127.0.0.1") -> bytes:
+    """Send ``request`` as is and read the answer until the server closes the connection."""
+    import socket
+
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(("headers", "status"), [
+    (b"Host: 127.0.0.1\r\nContent-Length: -5\r\n", b"400"),
+    (b"Host: 127.0.0.1\r\nContent-Length: lots\r\n", b"400"),
+    (b"Host: 127.0.0.1\r\nContent-Length: 99999999999\r\n", b"413"),
+    (b"Host: evil.example:80\r\nContent-Length: 0\r\n", b"421"),
+])
+def test_model_server_answers_bad_requests(headers: bytes, status: bytes) -> None:
+    with ModelServer(ScriptedEndpoint([])) as server:
+        answer = _raw(server.port, b"POST /v1/chat/completions HTTP/1.1\r\n" + headers + b"Connection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
+
+
+def test_model_server_answers_a_deep_body_with_400(capfd: pytest.CaptureFixture[str]) -> None:
+    body = b"[" * 100_000
+    with ModelServer(ScriptedEndpoint([])) as server:
+        answer = _raw(server.port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert answer.startswith(b"HTTP/1.1 400") and b"nested too deeply" in answer
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_model_script_nested_too_deeply_is_a_script_error(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    with pytest.raises(ScriptError, match="nested too deeply"):
+        load_script(tmp_path / "deep.json")
+
+
+def test_model_server_on_ipv6_loopback() -> None:
+    import socket
+
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    try:
+        server = ModelServer(ScriptedEndpoint([]), host="::1")
+    except OSError as exc:  # the address family exists but ::1 is not configured
+        pytest.skip(f"cannot bind ::1 here ({exc.strerror})")
+    with server:
+        assert server.base_url == f"http://[::1]:{server.port}/v1"
+        with httpx.Client(trust_env=False, timeout=10) as client:
+            assert client.get(server.base_url + "/models").status_code == 200

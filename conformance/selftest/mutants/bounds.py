@@ -534,3 +534,47 @@ class DoomRaises(Kernel):
             raise DoomLoop("doom loop detected")
         return result
 
+
+
+# ------------------------------------------------------------------ doom loop: several of a kind (issue 21)
+
+
+def _doom_candidates(calls: list[Any]) -> list[Any]:
+    return [c for c in calls if c.entry is not None and c.entry.spec.kind != "interactive"]
+
+
+def _record(run: Any, call: Any) -> None:
+    run.doom.record(call.name, call.raw if call.raw is not None else call.call.get("args"))
+
+
+@mutant("DOOM-004")
+class DoomOneHashPerTurn(Kernel):
+    """The detector records one call per turn (the first), so identical calls of one response count once."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        for c in _doom_candidates(calls)[:1]:
+            _record(run, c)
+        return DOOM_LOOP if run.doom.fired() else None
+
+
+@mutant("DOOM-007", also_expected=("DOOM-004",))
+class DoomHashesLastCallOfTurn(Kernel):
+    """The detector records the last call of each turn only: a breaker earlier in a response is missed."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        for c in _doom_candidates(calls)[-1:]:
+            _record(run, c)
+        return DOOM_LOOP if run.doom.fired() else None
+
+
+@mutant("DOOM-008")
+class DoomInteractiveBreaksRun(Kernel):
+    """An interactive call clears the detector's window (003's window counts resource/data-source calls only)."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        for c in calls:
+            if c.entry is not None and c.entry.spec.kind == "interactive":
+                run.doom.reset()
+            elif c.entry is not None:
+                _record(run, c)
+        return DOOM_LOOP if run.doom.fired() else None

@@ -66,6 +66,15 @@ def snake(name: str) -> str:
 RACY_AREAS = frozenset({"CONC", "STOP"})
 RACY_REQUIREMENTS = frozenset({"TOOL-001", "TOOL-002", "TOOL-003", "TURN-002", "LOOP-008", "LOOP-010", "COST-008"})
 STABILITY_RUNS = 3
+#: Requirements whose checks involve calls that run in parallel (besides the racy areas): a
+#: variant certified several times (``variant(runs=N)``, the random start order of
+#: ``variants/start_order.py``) reruns these, and must pass them every time.
+PARALLEL_REQUIREMENTS = RACY_REQUIREMENTS | {"TAG-007", "LOOP-007", "LOOP-009", "LOOP-011", "LOOP-012", "DONE-003", "DONE-004", "GATE-004", "GATE-006"}
+
+
+def parallel_requirements(known: list[str]) -> list[str]:
+    """The ids of ``known`` whose checks involve parallel calls (racy areas included)."""
+    return [r for r in known if r in PARALLEL_REQUIREMENTS or r.split("-", 1)[0] in RACY_AREAS]
 
 
 def _add(entry: Entry) -> Entry:
@@ -91,12 +100,12 @@ def _maker(target: Any, kind: str, name: str, adapter_kwargs: dict[str, Any]) ->
     raise TypeError(f"{target!r} is not a Kernel, CommonAgent or ReferenceAdapter subclass")
 
 
-def _decorator(kind: Kind, breaks: str | None, also_expected: tuple[str, ...], profile: str | None, adapter_kwargs: dict[str, Any]) -> Callable[[type], type]:
+def _decorator(kind: Kind, breaks: str | None, also_expected: tuple[str, ...], profile: str | None, adapter_kwargs: dict[str, Any], runs: int = 1) -> Callable[[type], type]:
     def register(cls: type) -> type:
         name = snake(cls.__name__)
         make, face = _maker(cls, kind, name, adapter_kwargs)
         doc = (cls.__doc__ or "").strip().splitlines()
-        _add(Entry(kind, name, cls.__module__, profile or face, doc[0] if doc else name, breaks, also_expected, make))
+        _add(Entry(kind, name, cls.__module__, profile or face, doc[0] if doc else name, breaks, also_expected, make, runs=runs))
         return cls
 
     return register
@@ -114,9 +123,10 @@ def add_mutant(target: type, name: str, violates: list[str], description: str, *
     return _add(Entry("mutant", name, target.__module__, profile or face, description, violates[0], (), make, tuple(violates[1:])))
 
 
-def variant(*, profile: str | None = None, **adapter_kwargs: Any) -> Callable[[type], type]:
-    """Class decorator: this subclass makes another allowed choice; it must pass everything."""
-    return _decorator("variant", None, (), profile, adapter_kwargs)
+def variant(*, profile: str | None = None, runs: int = 1, **adapter_kwargs: Any) -> Callable[[type], type]:
+    """Class decorator: this subclass makes another allowed choice; it must pass everything (and,
+    with ``runs`` > 1, the checks involving parallel calls again, every time)."""
+    return _decorator("variant", None, (), profile, adapter_kwargs, runs)
 
 
 def flag(kind: Kind, name: str, module: str, description: str, *, breaks: str | None = None, profile: str | None = None, also_expected: tuple[str, ...] = (), **adapter_kwargs: Any) -> Entry:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.catalog.requirements import load_catalog
 from conformance.paths import features_dir
-from conformance.selftest.registry import Entry, entries
+from conformance.selftest.registry import Entry, entries, parallel_requirements
 
 if TYPE_CHECKING:  # pragma: no cover
     from conformance.harness.batch import Certify
@@ -63,6 +63,9 @@ class Job:
     profile: str | None
     reqs: list[str] | None  # None: the full suite
     runs: int = 1
+    #: What the runs after the first certify (None: ``reqs`` again): a variant certified several
+    #: times reruns the checks involving parallel calls only.
+    rerun_reqs: list[str] | None = None
 
 
 @dataclass
@@ -76,6 +79,7 @@ class JobResult:
     #: The verdicts of the further runs of a mutant certified several times (the first run's are
     #: ``verdicts``).
     reruns: list[dict[str, str]] = field(default_factory=list)
+    rerun_exit_codes: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -89,7 +93,7 @@ class Row:
         """Mutant: killed by its own requirement. Variant: passes everything."""
         if self.entry.kind == "mutant":
             return self.killed
-        return self.result.exit_code == 0 and self.result.error is None
+        return self.result.error is None and all(c == 0 for c in [self.result.exit_code, *self.result.rerun_exit_codes])
 
     def _kills(self, verdicts: dict[str, str]) -> bool:
         if self.entry.passes_nothing:
@@ -246,6 +250,8 @@ SCOPES = ("target", "area", "full")
 
 
 def job_for(entry: Entry, scope: str = "target") -> Job:
+    if entry.kind == "variant" and entry.runs > 1:
+        return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs, parallel_requirements(load_catalog().ids()))
     if entry.kind == "variant" or scope == "full" or entry.passes_nothing:
         return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs)
     profile = entry.profile or "kernel"
@@ -265,13 +271,14 @@ def run_job(job: Job, certify: Certify) -> JobResult:
     reports = []
     try:
         cap = MUTANT_TIMEOUT_CAP_S if job.kind == "mutant" else None
-        for _ in range(max(1, job.runs)):
-            reports.append(certify(job.spec, profile=job.profile, reqs=job.reqs, timeout_cap_s=cap))
+        for i in range(max(1, job.runs)):
+            reqs = job.reqs if i == 0 or job.rerun_reqs is None else job.rerun_reqs
+            reports.append(certify(job.spec, profile=job.profile, reqs=reqs, timeout_cap_s=cap))
     except Exception as exc:  # a harness error: neither killed nor passing, say why
         return JobResult(job.name, job.kind, 3, {}, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500])
     first = reports[0]
     return JobResult(job.name, job.kind, first.exit_code, first.verdicts(), time.perf_counter() - started,
-                     reruns=[r.verdicts() for r in reports[1:]])
+                     reruns=[r.verdicts() for r in reports[1:]], rerun_exit_codes=[r.exit_code for r in reports[1:]])
 
 
 def run_here(jobs: Iterable[Job], done: Callable[[JobResult], None]) -> None:
@@ -316,7 +323,9 @@ def _worker(jobs_path: str, out_path: str) -> None:
 
 
 def _cost(job: Job) -> float:
-    return (20.0 if job.reqs is None else 1.0 + len(job.reqs)) * max(1, job.runs)
+    first = 20.0 if job.reqs is None else 1.0 + len(job.reqs)
+    rerun = first if job.rerun_reqs is None else 1.0 + len(job.rerun_reqs)
+    return first + rerun * (max(1, job.runs) - 1)
 
 
 def _spawn(jobs: list[Job], workers: int, tmp: Path, env: dict[str, str]) -> tuple[dict[str, JobResult], str]:

@@ -260,3 +260,15 @@ class InteractiveSpecHonoured(ReferenceAdapter):
             if tool.kind == "interactive" and tool.concurrency is not None:
                 tool.kind = "data_source"
         return await super().run(scenario, doubles)
+
+
+@mutant("DONE-001")
+class NoImplicitDoneWithTerminalTool(Kernel):
+    """With a terminal tool registered, implicit done detection is off: plain answers never end the
+    loop, the model is asked again until its script runs out (issue 21: this was reported
+    incomplete, not fail)."""
+
+    def _done_check(self, tool_calls: list[dict[str, Any]]) -> bool:  # type: ignore[override]
+        if any(e.spec.terminates_turn for e in self._tools.values()):
+            return False
+        return not tool_calls

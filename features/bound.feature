@@ -318,7 +318,7 @@ Feature: Loop termination and bounds
     When the kernel runs
     Then the session took the limit-reached path after model call 2
 
-  @LOOP-017
+  @LOOP-017 @dim:limit=max_turns
   Scenario: session-end is dispatched once, after the limit-reached turn
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And max_turns is 1

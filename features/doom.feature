@@ -169,7 +169,7 @@ Feature: Doom-loop detection
     And the kernel did not raise
     And the run reports an outcome
 
-  @LOOP-017
+  @LOOP-017 @dim:limit=doom_loop
   Scenario: session-end is dispatched once after the doom-loop final turn
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is 3

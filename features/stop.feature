@@ -184,7 +184,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then nothing the cancelled model call streamed is stored
     And no assistant message stands for the cancelled model call
 
-  @kernel @LOOP-018
+  @kernel @LOOP-018 @dim:cancel_at=between_steps
   Scenario: Kernel - a run cancelled between steps dispatches session-end once, last
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the model calls "lookup" with {} as "c1"
@@ -195,7 +195,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     And the last hook points of the run are:
       | session-end |
 
-  @kernel @LOOP-018
+  @kernel @LOOP-018 @dim:cancel_at=model_call
   Scenario: Kernel - a run cancelled during a model call dispatches session-end once, last
     Given the model answers "never finished" in 2 chunks
     And the turn is cancelled at model call 1

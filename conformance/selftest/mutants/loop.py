@@ -7,7 +7,7 @@ from typing import Any
 
 from conformance.selftest.mutants._util import DroppingSpans, ReorderedHooks
 from conformance.selftest.registry import mutant
-from reference_kernel.kernel import SUCCESS, Kernel
+from reference_kernel.kernel import SUCCESS, Kernel, ModelFailed
 
 
 @mutant("LOOP-001")
@@ -309,3 +309,32 @@ class PreToolCallDedup(Kernel):
                 seen.add(key)
                 unique.append(call)
         await super()._dispatch_pre_tool_calls(run, unique)
+
+
+@mutant("LOOP-005")
+class EmptyToolCallsKeepsOriginal(Kernel):
+    """A post-model-response replacement whose tool_calls is an empty list is read as "no change":
+    the model's own tool calls run (issue 21: a hook returning tool_calls: [])."""
+
+    async def _post_model_response(self, run: Any, message: dict[str, Any]) -> dict[str, Any]:
+        out = await super()._post_model_response(run, message)
+        if out is not message and out.get("tool_calls") == [] and message.get("tool_calls"):
+            return {**out, "tool_calls": message["tool_calls"]}
+        return out
+
+
+@mutant("LOOP-020")
+class SessionEndSkippedOnClientErrors(Kernel):
+    """A model call failing with a 4xx status (read as the kernel's own bad request) ends the run
+    without session-end: only server errors were handled (issue 21, error classes)."""
+
+    async def _call_model(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super()._call_model(*args, **kwargs)
+        except ModelFailed as exc:
+            self.__dict__["_client_error"] = exc.status is not None and 400 <= exc.status < 500
+            raise
+
+    async def _session_end(self, run: Any) -> None:
+        if not self.__dict__.get("_client_error"):
+            await super()._session_end(run)

@@ -272,3 +272,27 @@ class NoImplicitDoneWithTerminalTool(Kernel):
         if any(e.spec.terminates_turn for e in self._tools.values()):
             return False
         return not tool_calls
+
+
+# ---------------------------------------------------------------- several of a kind (issue 21)
+
+
+@mutant("CONC-001")
+class KeyWithoutToolName(Kernel):
+    """The concurrency key of a safe operation is (provider, key-field values), without the tool:
+    two tools of one provider called with equal key values run one after the other."""
+
+    def _tool_key(self, c: Any) -> Any:
+        key = super()._tool_key(c)
+        return (key[0], key[1], *key[3:]) if key[0] == "key" else key
+
+
+@mutant("CONC-006")
+class UndeclaredDataSourcesShareOneLock(Kernel):
+    """Every undeclared data-source operation, whatever its provider, gets one and the same lock."""
+
+    def _tool_key(self, c: Any) -> Any:
+        spec = c.entry.spec
+        if spec.concurrency is None and spec.kind == "data_source":
+            return ("undeclared-data-source",)
+        return super()._tool_key(c)

@@ -578,3 +578,43 @@ class DoomInteractiveBreaksRun(Kernel):
             elif c.entry is not None:
                 _record(run, c)
         return DOOM_LOOP if run.doom.fired() else None
+
+
+# ------------------------------------------------------------------ bounds: several of a kind (issue 21)
+
+
+@mutant("BOUND-002")
+class MaxTurnsCountsToolCalls(Kernel):
+    """max_turns is compared with the number of tool calls run so far, not the turns."""
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        self.__dict__["_calls_run"] = self.__dict__.get("_calls_run", 0) + len(calls)
+        return await super()._post_tool_calls(run, calls)
+
+    def _check_bounds(self, run: Any) -> str | None:
+        turns = run.turns_used
+        run.turns_used = max(turns, self.__dict__.get("_calls_run", 0))
+        try:
+            return super()._check_bounds(run)
+        finally:
+            run.turns_used = turns
+
+
+@mutant("BOUND-017")
+class CostBoundSoftByDefault(Kernel):
+    """Soft mode is the default for max_cost_usd (max_turns stays hard unless asked)."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        if limit == MAX_BUDGET:
+            run.bounds = run.bounds.model_copy(update={"soft": True})
+        await super()._final_turn(run, limit)
+
+
+@mutant("BOUND-016")
+class SoftForMaxTurnsOnly(Kernel):
+    """Soft mode is honoured for max_turns only: a soft session still ends hard at max_cost_usd."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        if limit == MAX_BUDGET:
+            run.bounds = run.bounds.model_copy(update={"soft": False})
+        await super()._final_turn(run, limit)

@@ -280,7 +280,7 @@ Feature: Turn-level tool-call concurrency
     And tool "l1" ran
     And tool "w1" ran
 
-  @TOOL-003
+  @TOOL-003 @dim:kernel_kinds=mixed
   Scenario: Results of calls of every kind go back in the order the model asked
     Given the tools:
       | name   | kind        | concurrency |

@@ -17,7 +17,7 @@ Feature: Cost accounting
   wherever a cost bound is, so the cost dimension is judged with another dimension configured. Where the bound should fire, the
   next scripted response is a plain answer, so a kernel that does not fire ends with "success".
 
-  @COST-001
+  @COST-001 @dim:usage_events_per_call=1
   Scenario: Every usage event is costed from the model's pricing when it is received
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -39,7 +39,7 @@ Feature: Cost accounting
   # A provider that reports input usage as the stream opens and output usage at its end: two or
   # three usage events in one model call, each costed and persisted (not only the last, not summed
   # into one with a wrong price).
-  @COST-001
+  @COST-001 @dim:usage_events_per_call=several
   Scenario: Several usage events in one model call are each costed and persisted
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -62,7 +62,7 @@ Feature: Cost accounting
   # usage event and is then cancelled (or fails) never reaches an end of stream: a kernel that
   # costs usage only once the stream is over loses that event. (000's "nothing partial is saved
   # from a cancelled model call" is about the message, STOP-003: spent tokens are not conversation.)
-  @COST-002
+  @COST-002 @dim:cut_short_by=cancel
   Scenario: A usage event received before a cancel is persisted with its cost
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -79,7 +79,7 @@ Feature: Cost accounting
     Then every usage chunk the model streamed is persisted as one usage event with its token counts
     And every persisted usage event's cost_usd is the pricing formula applied to its tokens
 
-  @COST-002
+  @COST-002 @dim:cut_short_by=model_error
   Scenario: A usage event received before the model call fails is persisted with its cost
     Given the scenario settings:
       """
@@ -153,7 +153,7 @@ Feature: Cost accounting
     And the run ends with a subtype other than "success"
 
   # Root budget 10 USD, the child's own 1.5 USD: the child fires after its second turn (2 USD).
-  @COST-006
+  @COST-006 @dim:smaller=child_own
   Scenario: A child's budget is its own max_cost_usd when that is below the parent's remaining budget
     Given the scenario settings:
       """
@@ -177,7 +177,7 @@ Feature: Cost accounting
 
   # Root budget 2.5 USD, 1 USD spent before the spawn: the child starts with 1.5 USD although its
   # own limit is 10 USD, and fires after its second turn.
-  @COST-006
+  @COST-006 @dim:smaller=parent_remaining
   Scenario: A child's budget is its parent's remaining budget when that is below the child's own max_cost_usd
     Given the scenario settings:
       """
@@ -201,7 +201,7 @@ Feature: Cost accounting
   # Only the grandchild spends (2 + 2 USD). The middle session (the child) has its own budget of
   # 3.5 USD, the root none: the middle session's own bound fires only if the grandchild's spend is
   # subtracted at the middle session too, not only at the spender and the root.
-  @COST-007
+  @COST-007 @dim:tripped=middle
   Scenario: A grandchild's spend trips the middle session's own bound
     Given the scenario settings:
       """
@@ -228,7 +228,7 @@ Feature: Cost accounting
 
   # Only the grandchild spends (2 + 2 USD). The root's budget is 3.5 USD: it fires only if the
   # grandchild's spend reaches it through the child.
-  @COST-007
+  @COST-007 @dim:tripped=root
   Scenario: A grandchild's spend counts against the root's bound
     Given the scenario settings:
       """

@@ -9,10 +9,12 @@ Feature: Doom-loop detection
 
   What the seeds leave open, and these scenarios accept: the default threshold anywhere in [3, 5];
   any canonical form (only key order and insignificant whitespace are required not to matter); the
-  status subtype, which is the adapter's declared AdapterInfo.doom_loop_subtype; whether an
-  interactive call between identical calls breaks a run (no scenario depends on it); the range a
+  status subtype, which is the adapter's declared AdapterInfo.doom_loop_subtype; the range a
   configured threshold may take (the scenarios configure thresholds in [3, 5] only: 3 and 5 between
   them catch a kernel that ignores the setting, whatever its default).
+
+  The window holds resource/data-source calls only: an interactive call between identical ones
+  is not in it and does not break the run.
 
   Where the detector should fire at an exact turn, the next scripted response is a plain answer,
   so a kernel that does not fire (or fires a turn late) ends with "success" instead. Checks that

@@ -19,7 +19,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ steps 1 and 2
 
-  @LOOP-001
+  @LOOP-001 @dim:turn=first @dim:turn=later @dim:calls_per_response=1
   Scenario: Every turn begins with context-assemble, carrying the history and the budget
     Given a tool "lookup" of kind "data_source"
     And the model calls "lookup" with {"q": "1"} as "a"
@@ -28,7 +28,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then every model call starts with "context-assemble" carrying the history and the budget
 
-  @LOOP-001 @LOOP-012
+  @LOOP-001 @LOOP-012 @dim:turn=later @dim:calls_per_response=several
   Scenario: A long session with several, repeated and mixed calls per turn carries the whole history every turn
     Given the tools:
       | name  | kind        | concurrency |
@@ -53,7 +53,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     Then every model call starts with "context-assemble" carrying the history and the budget
     And every model call's history is the previous one's plus its assistant message and one tool_result per call
 
-  @LOOP-002
+  @LOOP-002 @dim:turn=first @dim:tools_in_history=no
   Scenario: pre-model-call gets the context-assemble chain's replaced output, the tool specs and the params
     Given a tool "lookup" of kind "data_source"
     And a tool "write" of kind "resource"
@@ -75,7 +75,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then the pre-model-call payload of model call 1 carries the context-assemble output, the tool specs and the params
 
-  @LOOP-002
+  @LOOP-002 @dim:turn=later @dim:tools_in_history=yes
   Scenario: pre-model-call of a later turn gets that turn's context-assemble output
     Given a tool "lookup" of kind "data_source"
     And the model calls "lookup" with {"q": "1"} as "a"

@@ -157,11 +157,12 @@ def _describe_grid(grid: dict[str, dict[str, list]]) -> str:
     lines = ["  dimensions:"]
     for dim, values in grid.items():
         lines.append(f"    {dim}")
+        width = max(len(v) for v in values) + 2
         for value, covering in values.items():
             if not covering:
-                lines.append(f"      {value:<14} NO CHECK")
+                lines.append(f"      {value:<{width}}NO CHECK")
             for i, c in enumerate(covering):
-                lines.append(f"      {value if i == 0 else '':<14} {c.kind:<9} {c.where} / {c.name}")
+                lines.append(f"      {value if i == 0 else '':<{width}}{c.kind:<9} {c.where} / {c.name}")
     return "\n".join(lines)
 
 

@@ -66,15 +66,11 @@ def snake(name: str) -> str:
 RACY_AREAS = frozenset({"CONC", "STOP"})
 RACY_REQUIREMENTS = frozenset({"TOOL-001", "TOOL-002", "TOOL-003", "TURN-002", "LOOP-008", "LOOP-010", "COST-008"})
 STABILITY_RUNS = 3
-#: Requirements whose checks involve calls that run in parallel (besides the racy areas): a
-#: variant certified several times (``variant(runs=N)``, the random start order of
-#: ``variants/start_order.py``) reruns these, and must pass them every time.
-PARALLEL_REQUIREMENTS = RACY_REQUIREMENTS | {"TAG-007", "LOOP-007", "LOOP-009", "LOOP-011", "LOOP-012", "DONE-003", "DONE-004", "GATE-004", "GATE-006"}
-
-
-def parallel_requirements(known: list[str]) -> list[str]:
-    """The ids of ``known`` whose checks involve parallel calls (racy areas included)."""
-    return [r for r in known if r in PARALLEL_REQUIREMENTS or r.split("-", 1)[0] in RACY_AREAS]
+#: Requirements whose *properties* draw several calls of one response (the scenarios that script
+#: such a response are found in the feature files: ``runner.parallel_reqs``). A variant certified
+#: several times (``variant(runs=N)``: the random start order of ``variants/start_order.py``)
+#: reruns them all, and must pass them every time.
+PARALLEL_REQUIREMENTS = frozenset({"CONC-001", "CONC-002", "CONC-003", "CONC-004", "CONC-005", "CONC-006", "TOOL-001", "TOOL-003"})
 
 
 def _add(entry: Entry) -> Entry:

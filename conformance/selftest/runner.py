@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.catalog.requirements import load_catalog
 from conformance.paths import features_dir
-from conformance.selftest.registry import Entry, entries, parallel_requirements
+from conformance.selftest.registry import PARALLEL_REQUIREMENTS, Entry, entries
 
 if TYPE_CHECKING:  # pragma: no cover
     from conformance.harness.batch import Certify
@@ -246,12 +246,49 @@ def smoke_reqs(profile: str) -> frozenset[str]:
     return frozenset(ids)
 
 
+def _several_calls(step: Any) -> bool:
+    """Does this step script a model response with two or more tool calls (calls that run in
+    parallel, or one at a time in an order the seeds leave open)?"""
+    table = step.datatable.raw() if step.datatable is not None else None
+    if table and step.name.startswith("the model calls in one response"):
+        return len(table) > 2  # the header and two calls or more
+    if table and step.name.startswith("the model calls, one response per model call"):
+        turns = [row[0] for row in table[1:]]
+        return len(set(turns)) < len(turns)
+    if step.docstring:
+        try:
+            data = json.loads(step.docstring)
+        except ValueError:
+            return False
+        responses = data if isinstance(data, list) else (data.get("model") or {}).get("responses", []) if isinstance(data, dict) else []
+        return any(isinstance(r, dict) and len(r.get("tool_calls") or []) > 1 for r in responses)
+    return False
+
+
+@cache
+def parallel_reqs() -> frozenset[str]:
+    """Requirement ids whose checks involve several calls of one response: every scenario that
+    scripts one (read from the feature files), and the properties' (registry.PARALLEL_REQUIREMENTS).
+    A variant certified several times reruns these."""
+    from pytest_bdd.parser import FeatureParser
+
+    base = features_dir()
+    ids: set[str] = set(PARALLEL_REQUIREMENTS)
+    for path in sorted(base.rglob("*.feature")):
+        feature = FeatureParser(str(base), str(path.relative_to(base))).parse()
+        for scenario in feature.scenarios.values():
+            if any(_several_calls(step) for step in scenario.steps):
+                ids.update(REQ_TAG.findall(" ".join("@" + t for t in (*feature.tags, *scenario.tags))))
+    return frozenset(ids)
+
+
 SCOPES = ("target", "area", "full")
 
 
 def job_for(entry: Entry, scope: str = "target") -> Job:
     if entry.kind == "variant" and entry.runs > 1:
-        return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs, parallel_requirements(load_catalog().ids()))
+        rerun = [r for r in load_catalog().ids() if r in parallel_reqs()]
+        return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs, rerun)
     if entry.kind == "variant" or scope == "full" or entry.passes_nothing:
         return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs)
     profile = entry.profile or "kernel"

@@ -609,12 +609,3 @@ class CostBoundSoftByDefault(Kernel):
             run.bounds = run.bounds.model_copy(update={"soft": True})
         await super()._final_turn(run, limit)
 
-
-@mutant("BOUND-016")
-class SoftForMaxTurnsOnly(Kernel):
-    """Soft mode is honoured for max_turns only: a soft session still ends hard at max_cost_usd."""
-
-    async def _final_turn(self, run: Any, limit: str) -> None:
-        if limit == MAX_BUDGET:
-            run.bounds = run.bounds.model_copy(update={"soft": False})
-        await super()._final_turn(run, limit)

@@ -7,7 +7,7 @@ from typing import Any
 
 from conformance.selftest.mutants._util import DroppingSpans, ReorderedHooks
 from conformance.selftest.registry import mutant
-from reference_kernel.kernel import SUCCESS, Kernel, ModelFailed
+from reference_kernel.kernel import SUCCESS, Kernel
 
 
 @mutant("LOOP-001")
@@ -322,19 +322,3 @@ class EmptyToolCallsKeepsOriginal(Kernel):
             return {**out, "tool_calls": message["tool_calls"]}
         return out
 
-
-@mutant("LOOP-020")
-class SessionEndSkippedOnClientErrors(Kernel):
-    """A model call failing with a 4xx status (read as the kernel's own bad request) ends the run
-    without session-end: only server errors were handled (issue 21, error classes)."""
-
-    async def _call_model(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await super()._call_model(*args, **kwargs)
-        except ModelFailed as exc:
-            self.__dict__["_client_error"] = exc.status is not None and 400 <= exc.status < 500
-            raise
-
-    async def _session_end(self, run: Any) -> None:
-        if not self.__dict__.get("_client_error"):
-            await super()._session_end(run)

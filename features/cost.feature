@@ -93,7 +93,7 @@ Feature: Cost accounting
 
   # Costs 0.5, 1.0, 1.5: the running sum is 0.5, 1.5, 3.0. No single event reaches 2.0, the sum
   # does in turn 3.
-  @COST-003
+  @COST-003 @dim:usage_events_per_call=1 @dim:sum_vs_limit=below @dim:sum_vs_limit=above
   Scenario: The bound fires in the very turn the running sum of cost reaches max_cost_usd
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -248,4 +248,26 @@ Feature: Cost accounting
       """
     When the kernel runs
     Then tool "k1" ran
+    And the run ends with a subtype other than "success"
+
+  # Several usage events in one model call (issue 21): the running sum adds every one of them.
+  # Each call streams 500 + 500 input tokens (1 USD): the sum is 1 after turn 1, 2 after turn 2.
+  @COST-003 @dim:usage_events_per_call=several @dim:sum_vs_limit=below @dim:sum_vs_limit=above
+  Scenario: The running sum adds every usage event of a model call, not only its last
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_cost_usd": 1.5, "max_turns": 50}, "model": {"pricing": {"input_usd_per_mtok": 1000}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage_events": [{"input_tokens": 500}, {"input_tokens": 500}]},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage_events": [{"input_tokens": 500}, {"input_tokens": 500}]},
+       {"tool_calls": [{"id": "c3", "name": "lookup", "args": {"q": 3}}], "usage_events": [{"input_tokens": 500}, {"input_tokens": 500}]},
+       {"tool_calls": [{"id": "c4", "name": "lookup", "args": {"q": 4}}], "usage_events": [{"input_tokens": 500}, {"input_tokens": 500}]},
+       {"text": "final answer"}]
+      """
+    When the kernel runs
+    Then tool "c2" ran
+    And 2 tool calls ran
     And the run ends with a subtype other than "success"

@@ -609,3 +609,21 @@ class CostBoundSoftByDefault(Kernel):
             run.bounds = run.bounds.model_copy(update={"soft": True})
         await super()._final_turn(run, limit)
 
+
+
+@mutant("COST-003")
+class RunningSumOfLastEventPerCall(Kernel):
+    """Every usage event is costed and persisted, but the running sum adds only the last event of
+    each model call (issue 21, several usage events of a kind)."""
+
+    async def _on_usage(self, turn: Any, chunk: dict[str, Any], ledger_key: str | None) -> dict[str, Any]:
+        out = await super()._on_usage(turn, chunk, None)
+        self.__dict__.setdefault("_last_cost", {})[turn.turn_id] = (ledger_key, out["cost_usd"])
+        return out
+
+    async def _accumulate(self, turn: Any, request: dict[str, Any], ledger_key: str | None) -> Any:
+        result = await super()._accumulate(turn, request, ledger_key)
+        key, cost = self.__dict__.get("_last_cost", {}).pop(turn.turn_id, (None, 0.0))
+        if key is not None:
+            self.ledger.charge(key, cost)
+        return result

@@ -12,7 +12,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
 
   # ------------------------------------------------------------------ the precheck
 
-  @GATE-001
+  @GATE-001 @dim:turn=first @dim:turn=later @dim:calls_per_response=1 @dim:calls_per_response=several @dim:calls=distinct
   Scenario: Every data-source call is prechecked before it runs, in every turn
     Given the tools:
       | name  | kind        | concurrency |
@@ -28,7 +28,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     When the kernel runs
     Then the policy precheck is consulted for calls "d1, d2, d3", each before it starts
 
-  @GATE-002
+  @GATE-002 @dim:turn=first @dim:turn=later @dim:calls_per_response=1 @dim:calls_per_response=several
   Scenario: Every interactive call is prechecked before it runs, in every turn
     Given the tools:
       | name  | kind        |
@@ -175,3 +175,17 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     Then tool "r1" did not run
     And tool "r0" ran
     And tool "r2" ran
+
+  # Identical calls of one response (issue 21, "repeated or distinct"): each is a call of its own,
+  # prechecked on its own.
+  @GATE-001 @dim:calls=identical
+  Scenario: Identical data-source calls of one response are each prechecked
+    Given a tool "fetch" of kind "data_source" with concurrency safe
+    And the model calls in one response:
+      | id | name  | args       |
+      | d1 | fetch | {"q": "1"} |
+      | d2 | fetch | {"q": "1"} |
+      | d3 | fetch | {"q": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then the policy precheck is consulted for calls "d1, d2, d3", each before it starts

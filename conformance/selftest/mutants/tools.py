@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from conformance.selftest.registry import mutant
@@ -296,3 +297,22 @@ class UndeclaredDataSourcesShareOneLock(Kernel):
         if spec.concurrency is None and spec.kind == "data_source":
             return ("undeclared-data-source",)
         return super()._tool_key(c)
+
+
+@mutant("GATE-001")
+class PrecheckOncePerIdenticalCall(Kernel):
+    """The policy precheck is asked once per distinct (tool, arguments): identical calls of one
+    response share the first one's decision."""
+
+    async def _policy_precheck(self, run: Any, calls: list[Any]) -> list[Any]:
+        seen: dict[str, bool] = {}
+        allowed = []
+        for c in calls:
+            key = f"{c.name}:{json.dumps(c.args, sort_keys=True)}"
+            if key not in seen:
+                seen[key] = bool(await super()._policy_precheck(run, [c]))
+            if seen[key]:
+                allowed.append(c)
+            else:
+                c.fail("Denied by policy: denied")
+        return allowed

@@ -76,7 +76,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
 
   # ------------------------------------------------------------------ the plan
 
-  @GATE-004 @dim:plan=resource_calls
+  @GATE-004 @dim:plan=resource_calls @dim:resource_calls=distinct
   Scenario: The plan holds exactly the resource calls of the turn
     Given the tools:
       | name  | kind        |
@@ -189,3 +189,14 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     And the model answers "done"
     When the kernel runs
     Then the policy precheck is consulted for calls "d1, d2, d3", each before it starts
+
+  @GATE-004 @dim:plan=resource_calls @dim:resource_calls=identical
+  Scenario: Identical resource calls of one response are each an item of the plan
+    Given a tool "write" of kind "resource"
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | r2 | write | {"p": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then the plan of model call 1 holds exactly the calls "r1, r2"

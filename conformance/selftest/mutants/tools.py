@@ -316,3 +316,27 @@ class PrecheckOncePerIdenticalCall(Kernel):
             else:
                 c.fail("Denied by policy: denied")
         return allowed
+
+
+@mutant("GATE-004")
+class PlanMergesIdenticalCalls(Kernel):
+    """Identical resource calls of one response become one plan item (the first); the others
+    are applied without ever being in the plan."""
+
+    @staticmethod
+    def _build_plan(resources: list[Any]) -> dict[str, Any]:
+        plan = Kernel._build_plan(resources)
+        seen: set[str] = set()
+        items = []
+        for item in plan["items"]:
+            key = f"{item['name']}:{json.dumps(item['args'], sort_keys=True)}"
+            if key not in seen:
+                seen.add(key)
+                items.append(item)
+        return {"items": items}
+
+    async def _apply_plan(self, run: Any, plan: dict[str, Any], resources: list[Any]) -> None:
+        planned = {i["call_id"] for i in plan.get("items", [])}
+        await super()._apply_plan(run, plan, [c for c in resources if c.id in planned])
+        unplanned = [c for c in resources if c.id not in planned]
+        await self._run_keyed(run, unplanned)

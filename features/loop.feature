@@ -28,7 +28,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then every model call starts with "context-assemble" carrying the history and the budget
 
-  @LOOP-001 @LOOP-012 @dim:turn=later @dim:calls_per_response=several
+  @LOOP-001 @LOOP-012 @dim:turn=later @dim:calls_per_response=several @dim:blocks=identical
   Scenario: A long session with several, repeated and mixed calls per turn carries the whole history every turn
     Given the tools:
       | name  | kind        | concurrency |
@@ -346,7 +346,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 13
 
-  @LOOP-010 @dim:results=success
+  @LOOP-010 @dim:results=success @dim:blocks=distinct
   Scenario: post-tool-call comes once per call, with the call and its result, after every call ended
     Given the tools:
       | name  | kind        | result         |
@@ -363,7 +363,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended
 
-  @LOOP-010 @dim:results=refused_vetoed_failed
+  @LOOP-010 @dim:results=refused_vetoed_failed @dim:blocks=distinct
   Scenario: post-tool-call is dispatched for refused, vetoed and failing calls too
     Given the tools:
       | name  | kind        |
@@ -439,7 +439,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 15
 
-  @LOOP-012 @dim:results=success
+  @LOOP-012 @dim:results=success @dim:blocks=distinct
   Scenario: The next turn's history is the last one plus the assistant message and one result per call
     Given the tools:
       | name  | kind        |
@@ -764,3 +764,18 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | 429    | 0     |
       | 503    | 0     |
       | 500    | 1     |
+
+  # Identical calls of one response (issue 21, "repeated or distinct"): one post-tool-call each.
+  @LOOP-010 @dim:results=success @dim:blocks=identical
+  Scenario: post-tool-call comes once for each of several identical calls
+    Given a tool "fetch" of kind "data_source" with concurrency safe
+    And a tool "write" of kind "resource"
+    And the model calls in one response:
+      | id | name  | args       |
+      | d1 | fetch | {"q": "1"} |
+      | d2 | fetch | {"q": "1"} |
+      | r1 | write | {"p": "1"} |
+      | r2 | write | {"p": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended

@@ -322,3 +322,19 @@ class EmptyToolCallsKeepsOriginal(Kernel):
             return {**out, "tool_calls": message["tool_calls"]}
         return out
 
+
+
+@mutant("LOOP-010")
+class PostToolCallOncePerIdenticalCall(Kernel):
+    """post-tool-call is dispatched once per distinct (tool, arguments) of a turn: identical calls
+    share one dispatch."""
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        seen: set[str] = set()
+        distinct = []
+        for c in calls:
+            key = f"{c.name}:{json.dumps(c.args, sort_keys=True)}"
+            if key not in seen:
+                seen.add(key)
+                distinct.append(c)
+        return await super()._post_tool_calls(run, distinct)

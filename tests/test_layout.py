@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("conformance.catalog", "conformance.trace", "conformance.harness.doubles"),
     ("conformance.report", "conformance.wire", "conformance.httpmodel", "reference_kernel", "conformance.adapters"),
     ("conformance.harness",),
-    ("conformance.steps", "conformance.suite", "conformance.catalog.coverage"),
+    ("conformance.steps", "conformance.suite", "conformance.catalog.coverage", "conformance.catalog.dimensions"),
     ("conformance.selftest", "conformance.book"),
     ("conformance.cli", "conformance.__main__"),
 ]

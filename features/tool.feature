@@ -53,7 +53,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     Then the tool results sent in model call 2 are in the order "a1, a2, a3"
     And the request of model call 2 has the tool result "a2" with content "probe a2"
 
-  @kernel @TOOL-003
+  @kernel @TOOL-003 @dim:kernel_kinds=one
   Scenario: Kernel profile - results go back in the order asked although the calls finish in reverse
     Given a tool "probe" of kind "data_source" with concurrency safe returning "probe {call_id}"
     And the model calls in one response:
@@ -66,7 +66,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then the tool results sent in model call 2 are in the order "a1, a2, a3"
 
-  @kernel @TOOL-003
+  @kernel @TOOL-003 @dim:kernel_kinds=mixed
   Scenario: Kernel profile - results of mixed kinds go back in the order asked or grouped by kind, never in the order they finished
     Given the tools:
       | name  | kind        | concurrency |

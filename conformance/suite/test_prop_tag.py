@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from conformance.errors import ConformanceFailure
 from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
-from conformance.boundary.scenario import ModelResponse, ScriptedToolCall, ToolDef
+from conformance.boundary.scenario import ModelResponse, ScriptedToolCall, ToolDef, UserMessage
 from conformance.steps.ident import check_tag_list, normal_turn, turn_events
 from conformance.steps.tag import invalid_tag_problem, unchanged_problem
 
@@ -160,3 +160,132 @@ def test_prop_not_one_colon_is_refused(bad: str, good: list[str], where: str, po
 @given(bad=space_tags, **_context)
 def test_prop_space_is_refused(bad: str, good: list[str], where: str, pos: int) -> None:
     _refused(bad, good, where, pos)
+
+
+# ---------------------------------------------------------------- the grammar's edges (issue 21)
+# Each place a tag can come from is one value of the dimension "source": the profile, the
+# session, a message that starts a new session (TAG-009). A character just outside each class,
+# at either end of the key or the value, breaks the grammar as surely as one in the middle; a
+# trailing newline is the classic escape of a `^...$` regular expression; `area:` has no value
+# (001: "`area` No: no value").
+
+SOURCES = ["profile", "session", "message-new"]
+#: Next to the key class [a-z0-9_-] in ASCII, or of the wrong case; '.' is a value character.
+KEY_NEIGHBOURS = "`{/@[AZ.\n\t"
+#: Next to the value class [A-Za-z0-9_.-] in ASCII ('/' follows '.', ',' precedes '-').
+VALUE_NEIGHBOURS = "@[`{/,^\n\t"
+
+
+def _at_end(text: str, ch: str, end: str) -> str:
+    return ch + text if end == "start" else text + ch
+
+
+edge_key_tags = st.builds(
+    lambda k, c, e, v: f"{_at_end(k, c, e)}:{v}", keys, st.sampled_from(KEY_NEIGHBOURS), st.sampled_from(["start", "end"]), values
+)
+edge_value_tags = st.builds(
+    lambda k, v, c, e: f"{k}:{_at_end(v, c, e)}", keys, values, st.sampled_from(VALUE_NEIGHBOURS), st.sampled_from(["start", "end"])
+)
+no_value_tags = st.builds(lambda k: f"{k}:", keys)
+
+
+def _run_from(source: str, tags: list[str], name: str):  # type: ignore[no-untyped-def]
+    """One turn whose tags come from ``source``; a message's tags start its (new) session."""
+    if source != "message-new":
+        return _run(tags if source == "profile" else [], tags if source == "session" else [], name)
+    ctx = context("commonagent", name)
+    ctx.scenario.user_messages = [UserMessage(text="hello", tags=list(tags))]
+    ctx.add_tool(ToolDef(name="weather"))
+    ctx.add_response(ModelResponse(tool_calls=[ScriptedToolCall(id="c1", name="weather", args={"city": "x"})]))
+    ctx.add_response(ModelResponse(text="done"))
+    ctx.run()
+    return ctx
+
+
+def _refused_from(bad: str, good: list[str], source: str, pos: int) -> None:
+    tags = list(good)
+    tags.insert(pos % (len(tags) + 1), bad)
+    ctx = _run_from(source, tags, "invalid tags are refused or dropped")
+    problem = invalid_tag_problem(ctx, bad, tags)
+    if problem:
+        raise ConformanceFailure(
+            f"the invalid tag {bad!r} among the {source} tags {tags}", "refused (naming the tags field) or dropped", problem
+        )
+
+
+_edge_context = {"good": st.lists(plain_tags, max_size=2), "source": st.sampled_from(SOURCES), "pos": st.integers(0, 2)}
+
+
+@requirement("TAG-002", profile="commonagent", dims=["source=profile", "source=session", "source=message-new", "position=start", "position=end", "character=ascii-neighbour", "character=newline"])
+@PROPERTY_SETTINGS
+@given(bad=edge_key_tags, **_edge_context)
+def test_prop_key_edge_is_refused(bad: str, good: list[str], source: str, pos: int) -> None:
+    _refused_from(bad, good, source, pos)
+
+
+@requirement("TAG-003", profile="commonagent", dims=["source=profile", "source=session", "source=message-new", "position=start", "position=end", "character=ascii-neighbour", "character=newline"])
+@PROPERTY_SETTINGS
+@given(bad=edge_value_tags, **_edge_context)
+def test_prop_value_edge_is_refused(bad: str, good: list[str], source: str, pos: int) -> None:
+    _refused_from(bad, good, source, pos)
+
+
+@requirement("TAG-004", profile="commonagent", dims=["colons=1-empty-value", "source=profile", "source=session", "source=message-new"])
+@PROPERTY_SETTINGS
+@given(bad=no_value_tags, **_edge_context)
+def test_prop_empty_value_is_refused(bad: str, good: list[str], source: str, pos: int) -> None:
+    _refused_from(bad, good, source, pos)
+
+
+@requirement("TAG-001", "TAG-009", profile="commonagent", dims=["source=profile", "source=session", "source=message-new"])
+@PROPERTY_SETTINGS
+@given(tags=st.lists(valid_tags, min_size=1, max_size=3), source=st.sampled_from(SOURCES))
+def test_prop_valid_tags_from_every_source_reach_the_turn(tags: list[str], source: str) -> None:
+    """Valid tags, whatever their source, are accepted and reach every TurnInfo of the turn
+    unchanged; the journal's TurnInfo of the turn carries the same tags (JOURNAL-002's data)."""
+    ctx = _run_from(source, tags, "valid tags from every source")
+    events = _accepted(ctx, tags if source == "profile" else [], tags if source != "profile" else [])
+    for where, e in events:
+        check_tag_list(f"tags in the TurnInfo of {where} ({source} tags {tags})", set(tags), (normal_turn(e.get("turn")) or {}).get("tags"))
+    ctx.evidence.saw(f"{source} tags {tags} reached every TurnInfo")
+
+
+# Non-ASCII letters and digits: 001 says "letters of either case" and "digits" without naming an
+# alphabet (reading tag-unicode-letters). Either reading keeps the tag whole: accepted and used
+# unchanged, or refused / dropped as invalid. What no reading allows is a tag "repaired" into
+# another (accents stripped, case folded) or a non-ASCII upper-case letter in the key.
+UNICODE_LOWER = "éßñøλж"
+UNICODE_OTHER = "ÉÑΛЖ٣²"
+unicode_value_tags = st.builds(
+    lambda k, v, c, e: f"{k}:{_at_end(v, c, e)}", keys, values, st.sampled_from(UNICODE_LOWER + UNICODE_OTHER), st.sampled_from(["start", "end"])
+)
+unicode_upper_key_tags = st.builds(
+    lambda k, c, e, v: f"{_at_end(k, c, e)}:{v}", keys, st.sampled_from("ÉÑΛЖ"), st.sampled_from(["start", "end"]), values
+)
+
+
+@requirement("TAG-003", profile="commonagent", dims=["character=non-ascii-letter", "source=profile", "source=session", "source=message-new"])
+@PROPERTY_SETTINGS
+@given(tag=unicode_value_tags, source=st.sampled_from(SOURCES))
+def test_prop_non_ascii_value_is_kept_whole_or_refused(tag: str, source: str) -> None:
+    ctx = _run_from(source, ["plain:tag", tag], "non-ASCII letters in a value")
+    if ctx.result.rejected is not None:
+        problem = invalid_tag_problem(ctx, tag, ["plain:tag", tag])
+    else:
+        ctx.require_kernel_ran()
+        events = ctx.evidence.require("hook dispatches and tool calls carrying a TurnInfo", turn_events(ctx))
+        seen = [(normal_turn(e.get("turn")) or {}).get("tags") for _, e in events]
+        if all(isinstance(s, list) and tag in s for s in seen):
+            problem = None  # accepted, unchanged (reading tag-unicode-letters: unicode)
+            ctx.evidence.saw(f"{tag!r} accepted unchanged")
+        else:
+            problem = invalid_tag_problem(ctx, tag, ["plain:tag", tag])
+    if problem:
+        raise ConformanceFailure(f"the tag {tag!r} ({source})", "accepted unchanged, or refused or dropped whole", problem)
+
+
+@requirement("TAG-002", profile="commonagent", dims=["character=non-ascii-upper-case", "source=profile", "source=session", "source=message-new"])
+@PROPERTY_SETTINGS
+@given(bad=unicode_upper_key_tags, **_edge_context)
+def test_prop_non_ascii_upper_case_key_is_refused(bad: str, good: list[str], source: str, pos: int) -> None:
+    _refused_from(bad, good, source, pos)

@@ -210,3 +210,34 @@ class AgentInterruptionNotice(_InterruptionNotice, CommonAgent):
     """Reading interruption-notice, alternative kernel-notice (the agent face). Seed 000: "Nothing
     partial is saved from a cancelled model call." Variant: an interrupted model call leaves an
     assistant message of the agent's own ("Operation interrupted…", as hermes-agent stores)."""
+
+
+# =========================================================================== tag-unicode-letters
+
+
+def _unicode_tag(tag: str) -> str:
+    """001's grammar read over Unicode: lower-case letters of any alphabet in the key, letters and
+    digits of any alphabet in the value."""
+    if not isinstance(tag, str) or tag.count(":") != 1 or any(ch.isspace() for ch in tag):
+        return validate_tag(tag)
+    key, value = tag.split(":")
+    key_ok = bool(key) and all(ch in "_-" or ch.isdigit() or (ch.isalpha() and ch.islower()) for ch in key)
+    value_ok = bool(value) and all(ch in "_-." or ch.isalnum() for ch in value)
+    return tag if key_ok and value_ok else validate_tag(tag)
+
+
+@variant()
+class TagsUnicodeLetters(ReferenceAdapter):
+    """Reading tag-unicode-letters (TAG-002, TAG-003). Seed 001: "Key: lower-case letters, digits,
+    _ and -. Value: letters of either case, digits, _, - and ." with no alphabet named. Reference:
+    ASCII only. Variant: letters and digits of any alphabet (``area:café``, ``área:x``)."""
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        import reference_kernel.tags as tags_module
+
+        original = tags_module.validate_tag
+        tags_module.validate_tag = _unicode_tag  # type: ignore[assignment]
+        try:
+            return await super().run(scenario, doubles)
+        finally:
+            tags_module.validate_tag = original  # type: ignore[assignment]

@@ -126,3 +126,28 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     Then the 2 turns of the run have distinct turn ids and one session id
     And every TurnInfo of the run names the profile "household"
     And every TurnInfo of the run names a session the kernel stored
+
+  # Issue 21: the version bits are not enough; each id's 48-bit timestamp is decoded and must lie
+  # in the run, on the harness clock (a kernel using the injected clock) or the real clock.
+  @IDENT-005 @dim:clock=harness-fixed @dim:clock=harness-advancing @dim:id=session @dim:id=turn
+  Scenario Outline: Each id's UUID v7 timestamp is its creation time, within the run
+    Given the scenario settings:
+      """
+      {"clock": {"start": <start>, "advance_per_model_call": <advance>}}
+      """
+    And a tool "weather"
+    And the model calls "weather" with {"city": "Charleston"} as "c1"
+    And the model answers "Bring an umbrella."
+    And the model answers "Boston is dry."
+    And the user message "Do I need an umbrella?" in session "s1"
+    And the user message "And in Boston?" in session "s2"
+    When the kernel runs
+    Then every session id and turn id the run shows was made during the run
+
+    Examples: the harness clock stands still
+      | start     | advance |
+      | 1000000.0 | 0.0     |
+
+    Examples: the harness clock is today's and moves on
+      | start        | advance |
+      | 1790000000.0 | 0.002   |

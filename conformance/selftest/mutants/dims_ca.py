@@ -5,10 +5,18 @@ id, the order of a stored write, a child's identity, a later turn's history)."""
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
+from typing import Any
 
-from conformance.selftest.registry import mutant
-from conformance.selftest.mutants.records import CA, _TagRule
+from conformance.boundary.adapter import Doubles, RunResult
+from conformance.boundary.scenario import Scenario
+from conformance.selftest.mutants.records import CA, _Child, _TagRule
+from conformance.selftest.registry import flag, mutant
+from reference_kernel.adapter import ReferenceAdapter
+from reference_kernel.agent import CommonAgent
+from reference_kernel.ids import _build
+from reference_kernel.journal import MemoryJournal
 
 # ------------------------------------------------------------------ tags
 
@@ -52,3 +60,92 @@ class KeyFirstCharacterUnchecked(_TagRule):
             check("a" + key[1:] + ":" + value)
             return tag
         return check(tag)
+
+
+# ------------------------------------------------------------------ ids: decoded, not only shaped
+
+
+def _seconds_ids(clock: Callable[[], float]) -> Callable[[], str]:
+    """UUID v7 ids whose 48-bit timestamp holds seconds, not milliseconds (still v7, still
+    increasing from one second to the next)."""
+    counter = iter(range(1 << 62))
+    return lambda: str(_build(int(clock()), 0, next(counter)))
+
+
+flag("mutant", "uuid7_timestamp_in_seconds", __name__, "UUID v7 ids stamped with Unix seconds instead of milliseconds.",
+     breaks="IDENT-005", profile=CA, ids_factory=_seconds_ids)
+
+
+@mutant("IDENT-005")
+class ChildIdsUuid4(_Child):
+    """A child turn gets a UUID v4 turn id (the top-level ids are v7)."""
+
+    def changed(self, turn: Any) -> dict[str, Any]:
+        return {"turn_id": str(uuid.uuid4())}
+
+
+# ------------------------------------------------------------------ child turns
+
+
+@mutant("CHILD-001", profile=CA, cache_turns=False)
+class ChildRunsTheDefinitionsProfile(ReferenceAdapter):
+    """A child turn runs with the profile its sub-agent definition names, not its parent's."""
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        named = [t.subagent.profile_id for t in scenario.tools if t.subagent is not None]
+        if named:
+            agent = type("DefinitionProfileChild", (_Child,), {"change": {"profile_id": named[0]}})
+            self._build = {**self._build, "agent_cls": agent}
+        return await super().run(scenario, doubles)
+
+
+class _ParentHistory:
+    """A journal whose child sessions load their parent session's messages first."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._parents: dict[str, str] = {}
+
+    async def create_session(self, s: Any) -> str:
+        session_id = await self._inner.create_session(s)
+        if getattr(s, "parent_session_id", None):
+            self._parents[session_id] = s.parent_session_id
+        return session_id
+
+    async def load_history(self, session_id: str) -> list[dict[str, Any]]:
+        own = await self._inner.load_history(session_id)
+        parent = self._parents.get(session_id)
+        return (await self._inner.load_history(parent) + own) if parent else own
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+flag("mutant", "child_loads_parent_history", __name__, "A child turn starts from its parent session's conversation.",
+     breaks="CHILD-003", profile=CA, journal_factory=lambda ids: _ParentHistory(MemoryJournal(ids)))
+
+
+@mutant("IDENT-007")
+class ChildReusesParentTurnId(_Child):
+    """A child turn runs under its parent's turn_id (parent_turn_id still set right)."""
+
+    def changed(self, turn: Any) -> dict[str, Any]:
+        return {"turn_id": turn.parent_turn_id}
+
+
+@mutant("TURN-009")
+class NoSessionStartForChild(CommonAgent):
+    """on_session_start is not dispatched for a child's new session."""
+
+    async def _turn(self, turn: Any, text: str, token: Any, is_new: bool, parent_span: str | None = None) -> Any:
+        return await super()._turn(turn, text, token, is_new and turn.depth == 0, parent_span)
+
+
+@mutant("TURN-020")
+class NoSessionEndForChild(CommonAgent):
+    """on_session_end is not dispatched at the end of a child turn."""
+
+    async def _dispatch(self, point: str, payload: Any, turn: Any, parent_span: Any, on_outcome: Any = None) -> Any:
+        if point == "on_session_end" and turn.depth > 0:
+            return payload
+        return await super()._dispatch(point, payload, turn, parent_span, on_outcome)

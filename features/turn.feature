@@ -277,3 +277,37 @@ Feature: The turn loop, step by step (000, CommonAgent)
     When the kernel runs
     Then on_session_end was the last hook dispatched for user message 1
     And the final status of user message 1 was stored before on_session_end was dispatched
+
+  # Issue 21: every class of model failure (an HTTP error status of either family, no answer in
+  # time, a stream that breaks off), on the turn's first model call and on a later one.
+  @TURN-014 @dim:error_class=http-400 @dim:error_class=http-401 @dim:error_class=http-429 @dim:error_class=http-500 @dim:error_class=timeout @dim:error_class=broken_stream @dim:failing_call=first
+  Scenario Outline: Every class of model failure on the first model call fires api_request_error, then transform_api_error_classification
+    Given the model fails with <failure>
+    When the kernel runs
+    Then the failed model call is followed by api_request_error, then transform_api_error_classification, and no post_api_request
+
+    Examples:
+      | failure                        |
+      | status 400                     |
+      | status 401                     |
+      | status 429                     |
+      | status 500                     |
+      | a timeout                      |
+      | a broken stream after 1 chunk  |
+
+  @TURN-014 @dim:error_class=http-400 @dim:error_class=http-401 @dim:error_class=http-429 @dim:error_class=http-500 @dim:error_class=timeout @dim:error_class=broken_stream @dim:failing_call=later
+  Scenario Outline: Every class of model failure on a later model call fires api_request_error, then transform_api_error_classification
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model fails with <failure>
+    When the kernel runs
+    Then the failed model call is followed by api_request_error, then transform_api_error_classification, and no post_api_request
+
+    Examples:
+      | failure                        |
+      | status 400                     |
+      | status 401                     |
+      | status 429                     |
+      | status 500                     |
+      | a timeout                      |
+      | a broken stream after 1 chunk  |

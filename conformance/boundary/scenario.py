@@ -221,6 +221,11 @@ class ScriptedToolCall(_Model):
 
 
 class ModelError(_Model):
+    """A failed model call, in no API's dialect: ``http``, the API answered with an error
+    ``status``; ``timeout``, no answer came in time; ``broken_stream``, the stream broke off after
+    ``after_chunks`` chunks. A timeout and a broken stream carry no status."""
+
+    kind: Literal["http", "timeout", "broken_stream"] = "http"
     status: int = 500
     message: str = "scripted model error"
     #: How many chunks stream before the error is raised (0: the call fails at once).

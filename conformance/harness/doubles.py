@@ -7,7 +7,7 @@ event kinds and their fields:
 
 * ``model_request`` (index, request, turn; ``request["messages"]`` is a read-only
   :class:`LoggedMessages`, list-like) / ``model_response`` (index, chunks) /
-  ``model_error`` (index, status, message) / ``script_exhausted`` (index)
+  ``model_error`` (index, status, message, error_kind) / ``script_exhausted`` (index)
 * ``tool_start`` (call_id, name, args, turn) / ``tool_end`` (call_id, name, args, turn, result
   or error, cancelled)
 * ``hook`` (hook_id, point, payload, turn, outcome, occurrence)
@@ -432,8 +432,9 @@ class HarnessDoubles:
                 for chunk in (text_chunks + rest)[: r.error.after_chunks]:
                     sent.append(chunk)
                     yield chunk
-                self.log.add("model_error", index=index, status=r.error.status, message=r.error.message)
-                raise ModelCallError(r.error.status, r.error.message)
+                status = r.error.status if r.error.kind == "http" else None
+                self.log.add("model_error", index=index, status=status, message=r.error.message, error_kind=r.error.kind)
+                raise ModelCallError(status, r.error.message, r.error.kind)
             for chunk in text_chunks + rest:
                 sent.append(chunk)
                 yield chunk

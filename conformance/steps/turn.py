@@ -21,6 +21,7 @@ from conformance.errors import (
     expect_order,
     show,
 )
+from conformance.boundary.scenario import ModelResponse
 from conformance.steps.common import ScenarioContext, list_items
 
 # ========================================================================== shared helpers
@@ -529,3 +530,11 @@ def then_user_stored(akc: ScenarioContext, text: str) -> None:
         raise ConformanceFailure("stored messages", f"the user message {text!r}", stored)
     akc.evidence.saw(f"the journal holds the user message {text!r}")
 
+
+
+@given(parsers.re(r"the model fails with a (?P<kind>timeout|broken stream)(?: after (?P<after>\d+) chunks?)?$"))
+def given_model_fails_without_status(akc: ScenarioContext, kind: str, after: str | None) -> None:
+    """The next model call fails with no HTTP status: no answer in time, or a stream that breaks
+    off (after n streamed chunks)."""
+    error = {"kind": kind.replace(" ", "_"), "status": 500, "after_chunks": int(after or 0)}
+    akc.add_response(ModelResponse(text="partial", error=error))

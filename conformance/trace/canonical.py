@@ -82,8 +82,11 @@ class ModelResponseEvent(_Event):
 class ModelErrorEvent(_Event):
     kind: Literal["model_error"] = "model_error"
     index: int
-    status: int
+    #: None for a timeout or a broken stream (``error_kind``).
+    status: int | None
     message: str
+    #: Set for a timeout or a broken stream only (absent: an HTTP error status).
+    error_kind: Literal["timeout", "broken_stream"] | None = None
 
 
 class ToolStartEvent(_Event):
@@ -383,7 +386,10 @@ def observed_events(log: list[JSON]) -> list[JSON]:
                 }
             )
         elif kind == "model_error":
-            out.append({"kind": "model_error", "index": e.get("index"), "status": e.get("status"), "message": e.get("message")})
+            error = {"kind": "model_error", "index": e.get("index"), "status": e.get("status"), "message": e.get("message")}
+            if e.get("error_kind", "http") != "http":
+                error["error_kind"] = e["error_kind"]
+            out.append(error)
         elif kind == "tool_start":
             out.append({"kind": "tool_start", "call_id": e.get("call_id"), "name": e.get("name"), "args": e.get("args"), "turn": e.get("turn")})
         elif kind == "tool_end":

@@ -14,7 +14,7 @@ from conformance.boundary.scenario import Scenario
 from conformance.selftest.mutants.records import CA, _Child, _TagRule
 from conformance.selftest.registry import flag, mutant
 from reference_kernel.adapter import ReferenceAdapter
-from reference_kernel.agent import CommonAgent
+from reference_kernel.agent import ERROR, CommonAgent
 from reference_kernel.ids import _build
 from reference_kernel.journal import MemoryJournal
 
@@ -149,3 +149,30 @@ class NoSessionEndForChild(CommonAgent):
         if point == "on_session_end" and turn.depth > 0:
             return payload
         return await super()._dispatch(point, payload, turn, parent_span, on_outcome)
+
+
+# ------------------------------------------------------------------ error classes
+
+
+@mutant("TURN-014")
+class FailureHooksOnlyWithStatus(CommonAgent):
+    """A model failure without an HTTP status (a timeout, a broken stream) ends the turn in error
+    without api_request_error or transform_api_error_classification."""
+
+    async def _api_error(self, t: Any, exc: Any, span: str) -> None:
+        if exc.status is None:
+            t.status, t.error = ERROR, f"unknown: {exc.message}"
+            return
+        await super()._api_error(t, exc, span)
+
+
+@mutant("TURN-014")
+class FailureHooksOnlyForServerErrors(CommonAgent):
+    """Only 5xx failures go through api_request_error and transform_api_error_classification; a
+    4xx (a bad request, a refused key, a rate limit) ends the turn at once."""
+
+    async def _api_error(self, t: Any, exc: Any, span: str) -> None:
+        if exc.status is not None and exc.status < 500:
+            t.status, t.error = ERROR, f"client_error: {exc.message}"
+            return
+        await super()._api_error(t, exc, span)

@@ -176,3 +176,87 @@ class FailureHooksOnlyForServerErrors(CommonAgent):
             t.status, t.error = ERROR, f"client_error: {exc.message}"
             return
         await super()._api_error(t, exc, span)
+
+
+# ------------------------------------------------------------------ the order of stored writes
+
+
+@mutant("TURN-004")
+class UserMessageStoredAfterModelCall(CommonAgent):
+    """The user message goes into the live history at once but is journaled only once the first
+    model call has answered (a write batched after the request)."""
+
+    async def _store(self, t: Any, message: dict[str, Any]) -> None:
+        if message.get("role") == "user":
+            t.history.append(message)
+            self.__dict__.setdefault("_held_user", {})[t.turn.turn_id] = message
+            return
+        await super()._store(t, message)
+
+    async def _dispatch(self, point: str, payload: Any, turn: Any, parent_span: Any, on_outcome: Any = None) -> Any:
+        held = self.__dict__.get("_held_user", {}).pop(turn.turn_id, None) if point in ("post_api_request", "api_request_error") else None
+        if held is not None:
+            await self.journal.append_message(turn, held)
+        return await super()._dispatch(point, payload, turn, parent_span, on_outcome)
+
+
+@mutant("TURN-015")
+class AssistantStoredBeforePostApiRequest(CommonAgent):
+    """The assistant message is journaled as soon as the model answers, before post_api_request."""
+
+    async def _dispatch(self, point: str, payload: Any, turn: Any, parent_span: Any, on_outcome: Any = None) -> Any:
+        if point == "post_api_request" and isinstance(payload, dict) and isinstance(payload.get("message"), dict):
+            await self.journal.append_message(turn, payload["message"])
+            self.__dict__.setdefault("_early", set()).add(id(payload["message"]))
+        return await super()._dispatch(point, payload, turn, parent_span, on_outcome)
+
+    async def _store(self, t: Any, message: dict[str, Any]) -> None:
+        early = self.__dict__.get("_early", set())
+        if id(message) in early:
+            early.discard(id(message))
+            t.history.append(message)
+            return
+        await super()._store(t, message)
+
+
+@mutant("TOOL-016")
+class ToolCallStoredBeforeItsHooks(CommonAgent):
+    """Each tool call is stored as soon as it has run, before post_tool_call and
+    transform_tool_result (the stored record holds the untransformed result)."""
+
+    async def _after(self, t: Any, c: Any, span: str) -> None:
+        await self.journal.record_tool_call(t.turn, self._record(c))
+        journal, self.journal = self.journal, _NoToolRecord(self.journal)
+        try:
+            await super()._after(t, c, span)
+        finally:
+            self.journal = journal
+
+
+class _NoToolRecord:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def record_tool_call(self, turn: Any, record: Any) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@mutant("JOURNAL-005")
+class StatusStoredBeforeFinalAnswer(CommonAgent):
+    """The final status is stored before the final answer (the answer is journaled last)."""
+
+    async def _store(self, t: Any, message: dict[str, Any]) -> None:
+        if message.get("role") == "assistant" and not message.get("tool_calls"):
+            t.history.append(message)
+            self.__dict__.setdefault("_final", {})[t.turn.turn_id] = message
+            return
+        await super()._store(t, message)
+
+    async def _finish_turn(self, t: Any) -> None:
+        await super()._finish_turn(t)
+        held = self.__dict__.get("_final", {}).pop(t.turn.turn_id, None)
+        if held is not None:
+            await self.journal.append_message(t.turn, held)

@@ -311,3 +311,21 @@ Feature: The turn loop, step by step (000, CommonAgent)
       | status 500                     |
       | a timeout                      |
       | a broken stream after 1 chunk  |
+
+  # Issue 21: a message to a session whose previous turn was cancelled in a model call. Its turn
+  # runs, and never sees what the cancelled call streamed. Which of the cancelled turn's stored
+  # messages stay "active" (000 step 2) is not said, so their presence is not required.
+  @TURN-003 @dim:previous_turn=cancelled-in-model-call
+  Scenario: A message after a turn cancelled in a model call runs without the cancelled call's text
+    Given a tool "lookup"
+    And the user message "first question" in session "s1"
+    And the user message "second question" in session "s1"
+    And the model calls "lookup" with {"q": "1"} as "c1"
+    And the model answers "PPPPQQQQRRRR" in 3 chunks
+    And the turn is cancelled at model call 2
+    And the model answers "second answer"
+    When the kernel runs
+    Then user message 1 ends with status "interrupted"
+    And the request of model call 3 ends with the user message "second question"
+    And the request of model call 3 does not contain "PPPP"
+    And user message 2 ends with status "completed"

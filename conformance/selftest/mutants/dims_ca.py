@@ -260,3 +260,96 @@ class StatusStoredBeforeFinalAnswer(CommonAgent):
         held = self.__dict__.get("_final", {}).pop(t.turn.turn_id, None)
         if held is not None:
             await self.journal.append_message(t.turn, held)
+
+
+# ------------------------------------------------------------------ history across turns
+
+
+class _Reload:
+    """A journal whose ``load_history`` passes the stored messages through ``edit``."""
+
+    def __init__(self, inner: Any, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
+        self._inner, self._edit = inner, edit
+
+    async def load_history(self, session_id: str) -> list[dict[str, Any]]:
+        return self._edit(list(await self._inner.load_history(session_id)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _no_error_flags(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**m, "is_error": False} if m.get("role") == "tool_result" else m for m in history]
+
+
+def _text_only(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in history if m.get("role") == "user" or (m.get("role") == "assistant" and not m.get("tool_calls"))]
+
+
+def _window(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return history[-64:]
+
+
+flag("mutant", "history_reload_clears_error_flags", __name__,
+     "Earlier turns' tool results come back from the journal with is_error false.",
+     breaks="TURN-003", profile=CA, journal_factory=lambda ids: _Reload(MemoryJournal(ids), _no_error_flags))
+flag("mutant", "history_reload_drops_tool_messages", __name__,
+     "Earlier turns come back as their user and final messages only (tool calls and results dropped).",
+     breaks="TURN-003", profile=CA, journal_factory=lambda ids: _Reload(MemoryJournal(ids), _text_only))
+flag("mutant", "history_window_of_64", __name__,
+     "Only the session's last 64 stored messages are loaded.",
+     breaks="TURN-003", profile=CA, journal_factory=lambda ids: _Reload(MemoryJournal(ids), _window))
+
+
+class _EarlyHistory:
+    """A journal that serves each session's next load from a snapshot taken earlier."""
+
+    def __init__(self, inner: Any, snapshots: dict[str, list[dict[str, Any]]]) -> None:
+        self._inner, self._snapshots = inner, snapshots
+
+    async def load_history(self, session_id: str) -> list[dict[str, Any]]:
+        snapshot = self._snapshots.pop(session_id, None)
+        return list(snapshot) if snapshot is not None else await self._inner.load_history(session_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@mutant("TURN-003")
+class HistoryReadBeforeTheLock(CommonAgent):
+    """A message reads its session's history when it arrives, before waiting on the session lock:
+    a message that waited misses what the running turn stored meanwhile."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._snapshots: dict[str, list[dict[str, Any]]] = {}
+        self.journal = _EarlyHistory(self.journal, self._snapshots)
+
+    async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
+        if session_id is not None:
+            self._snapshots[session_id] = list(await self.journal._inner.load_history(session_id))
+        return await super().run_turn(session_id, user_message, **kwargs)
+
+
+@mutant("TURN-003")
+class CancelSticksToTheSession(CommonAgent):
+    """Once a turn of a session is cancelled, every later turn of that session starts cancelled."""
+
+    async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
+        result = await super().run_turn(session_id, user_message, **kwargs)
+        if result.status == "interrupted":
+            self.__dict__.setdefault("_stopped", set()).add(result.session_id)
+        return result
+
+    async def _turn(self, turn: Any, text: str, token: Any, is_new: bool, parent_span: str | None = None) -> Any:
+        if turn.session_id in self.__dict__.get("_stopped", set()):
+            token.cancel()
+        return await super()._turn(turn, text, token, is_new, parent_span)
+
+
+@mutant("MSG-002", also_expected=("TURN-003",))
+class UserTextStripped(CommonAgent):
+    """The user's text is stripped of surrounding whitespace before it is stored and sent."""
+
+    async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
+        return await super().run_turn(session_id, user_message.strip(), **kwargs)

@@ -151,3 +151,19 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     Examples: the harness clock is today's and moves on
       | start        | advance |
       | 1790000000.0 | 0.002   |
+
+  # Issue 21: the harness clock stands still, so every id of the run is made within one
+  # millisecond of it; ids must still be distinct (their order within the millisecond is free:
+  # reading uuid7-same-millisecond).
+  @IDENT-007 @dim:ids_per_millisecond=several
+  Scenario: Ids made within one millisecond are still distinct
+    Given the model answers "one"
+    And the model answers "two"
+    And the model answers "three"
+    And the model answers "four"
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s2"
+    And the user message "third" in session "s1"
+    And the user message "fourth" in session "s2"
+    When the kernel runs
+    Then the 4 turns of the run have distinct turn ids and 2 session ids

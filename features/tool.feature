@@ -356,3 +356,25 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       When the kernel runs
       Then 4 tool calls ran
       And the tool calls ran one at a time
+
+  # Issue 21: several calls of one response go to the approver; each is stored with its own
+  # decision (the approver's log says which call got which answer, whatever order it was asked).
+  @commonagent @TOOL-017 @dim:approvals_per_response=2 @dim:approvals_per_response=3 @dim:decision=approved @dim:decision=denied @dim:decision=timed_out
+  Scenario Outline: Several calls of one response that go to the approver are each stored with their own decision
+    Given a tool "deploy" with risk "high"
+    And hook "gate" at "pre_tool_call" returns {"kind": "ask_user", "prompt": "OK?"} for tool "deploy"
+    And the approver answers "<answers>"
+    And the model calls in one response:
+      | id | name   | args     |
+      | d1 | deploy | {"n": 1} |
+      | d2 | deploy | {"n": 2} |
+      | d3 | deploy | {"n": 3} |
+    And the model answers "done"
+    When the kernel runs
+    Then every call that went to the approver is stored with the decision the approver gave for it
+
+    Examples:
+      | answers                      |
+      | approved, denied, approved   |
+      | denied, timed_out, approved  |
+      | approved, approved, denied   |

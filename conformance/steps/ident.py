@@ -431,10 +431,10 @@ def ident_then_session_order(akc: ScenarioContext) -> None:
     akc.evidence.saw(f"{len(sessions)} session ids")
 
 
-@then(parsers.re(r"the (?P<n>\d+) turns of the run have distinct turn ids and one session id$"))
-def ident_then_distinct_turns(akc: ScenarioContext, n: str) -> None:
+@then(parsers.re(r"the (?P<n>\d+) turns of the run have distinct turn ids and (?P<sessions>one|\d+) session ids?$"))
+def ident_then_distinct_turns(akc: ScenarioContext, n: str, sessions: str = "one") -> None:
     """Counted over every TurnInfo the hooks saw: n turn ids (a new one per turn, the same
-    through a turn) and a single session id."""
+    through a turn) and that many session ids (one: a single session)."""
     turn_ids: list[str] = []
     session_ids: list[str] = []
     for where, e in turn_events(akc):
@@ -449,7 +449,8 @@ def ident_then_distinct_turns(akc: ScenarioContext, n: str) -> None:
             session_ids.append(turn["session_id"])
     akc.evidence.require("turn ids the hooks saw", turn_ids)
     expect_equal(f"distinct turn ids over the {n} turns", int(n), len(turn_ids))
-    expect_equal("distinct session ids of one session's turns", 1, len(session_ids))
+    expected_sessions = 1 if sessions == "one" else int(sessions)
+    expect_equal("distinct session ids of the run's sessions", expected_sessions, len(session_ids))
     reported = [o.turn_id for o in akc.result.outcomes if o.turn_id]
     if len(reported) == len(akc.result.outcomes) and len(set(reported)) != len(reported):
         raise ConformanceFailure("turn ids reported per message", "a new turn id for every message", reported)

@@ -289,3 +289,19 @@ def test_prop_non_ascii_value_is_kept_whole_or_refused(tag: str, source: str) ->
 @given(bad=unicode_upper_key_tags, **_edge_context)
 def test_prop_non_ascii_upper_case_key_is_refused(bad: str, good: list[str], source: str, pos: int) -> None:
     _refused_from(bad, good, source, pos)
+
+
+# Tags sharing a key (issue 21): `area:work` and `area:home` are two tags; duplicates are whole tags.
+shared_key_tags = st.builds(lambda k, v: f"{k}:{v}", st.sampled_from(["area", "team"]), st.sampled_from(["work", "home", "core", "Site-v2.1"]))
+
+
+@requirement("TAG-008", profile="commonagent", dims=["keys=shared", "duplicates=whole-tag"])
+@PROPERTY_SETTINGS
+@given(profile_tags=st.lists(shared_key_tags, min_size=1, max_size=3), session_tags=st.lists(shared_key_tags, min_size=1, max_size=3))
+def test_prop_tags_sharing_a_key_are_all_kept(profile_tags: list[str], session_tags: list[str]) -> None:
+    ctx = _run(profile_tags, session_tags, "tags sharing a key are all kept")
+    expected = set(profile_tags) | set(session_tags)
+    for where, e in _accepted(ctx, profile_tags, session_tags):
+        tags = (normal_turn(e.get("turn")) or {}).get("tags")
+        check_tag_list(f"tags in the TurnInfo of {where} (profile {profile_tags}, session {session_tags})", expected, tags)
+    ctx.evidence.saw(f"the tags {sorted(expected)} kept, keys shared")

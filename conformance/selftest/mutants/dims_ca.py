@@ -353,3 +353,50 @@ class UserTextStripped(CommonAgent):
 
     async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
         return await super().run_turn(session_id, user_message.strip(), **kwargs)
+
+
+# ------------------------------------------------------------------ several of a kind
+
+
+@mutant("TOOL-017")
+class OneApprovalPerResponse(CommonAgent):
+    """Each call of a response that went to the approver is stored with the last decision the
+    approver gave in that response (one approval slot per response)."""
+
+    async def _decide(self, t: Any, c: Any, span: str) -> bool:
+        runs = await super()._decide(t, c, span)
+        if c.approval is not None:
+            self.__dict__["_last_approval"] = c.approval
+        return runs
+
+    async def _after(self, t: Any, c: Any, span: str) -> None:
+        if c.approval is not None:
+            c.approval = self.__dict__.get("_last_approval", c.approval)
+        await super()._after(t, c, span)
+
+
+@mutant("TAG-008")
+class TagsDeduplicatedByKey(CommonAgent):
+    """A turn's tags keep one tag per key (the session's value wins): `area:work` and
+    `area:home` become `area:home`."""
+
+    async def _turn_tags(self, session_id: str) -> list[str]:
+        merged = await super()._turn_tags(session_id)
+        by_key = {t.split(":", 1)[0]: t for t in [*self.profile.tags, *self._session_tags.get(session_id, [])]}
+        return sorted(t for t in merged if by_key.get(t.split(":", 1)[0]) == t)
+
+
+def _millisecond_ids(clock: Callable[[], float]) -> Callable[[], str]:
+    """UUID v7 ids whose random bits are drawn from the millisecond alone (a generator seeded
+    with the time): two ids made within one millisecond are the same id."""
+
+    def make() -> str:
+        ms = int(clock() * 1000)
+        return str(_build(ms, ms & 0xFFF, (ms * 2654435761) & ((1 << 62) - 1)))
+
+    return make
+
+
+flag("mutant", "same_id_within_a_millisecond", __name__,
+     "Ids made within one millisecond are identical (random bits derived from the time).",
+     breaks="IDENT-007", profile=CA, ids_factory=_millisecond_ids)

@@ -400,3 +400,16 @@ def _millisecond_ids(clock: Callable[[], float]) -> Callable[[], str]:
 flag("mutant", "same_id_within_a_millisecond", __name__,
      "Ids made within one millisecond are identical (random bits derived from the time).",
      breaks="IDENT-007", profile=CA, ids_factory=_millisecond_ids)
+
+
+# ------------------------------------------------------------------ the iteration budget
+
+
+@mutant("BUDGET-001")
+class IterationsCountToolCalls(CommonAgent):
+    """Each tool call spends an iteration (a response asking for two calls spends two)."""
+
+    async def _tool_calls(self, t: Any, tool_calls: list[dict[str, Any]], span: str, bad: dict[str, str]) -> list[Any]:
+        done = await super()._tool_calls(t, tool_calls, span, bad)
+        t.iterations += max(0, len(tool_calls) - 1)
+        return done

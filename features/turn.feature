@@ -329,3 +329,17 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And the request of model call 3 ends with the user message "second question"
     And the request of model call 3 does not contain "PPPP"
     And user message 2 ends with status "completed"
+
+  # Issue 21: the lock is the whole turn's, on_session_end included (000 step 1, step 6).
+  @TURN-002 @dim:lock_released=after-on_session_end
+  Scenario: A message waiting on the session lock starts nothing until on_session_end has returned
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the call "c1" is held until user message 2 is submitted
+    And the model answers "one"
+    And the model answers "two"
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1" sent concurrently
+    And on_session_end of user message 1 is still running when user message 2 could start
+    When the kernel runs
+    Then no hook, model call or tool call of user message 2 came while the on_session_end of user message 1 ran

@@ -413,3 +413,26 @@ class IterationsCountToolCalls(CommonAgent):
         done = await super()._tool_calls(t, tool_calls, span, bad)
         t.iterations += max(0, len(tool_calls) - 1)
         return done
+
+
+# ------------------------------------------------------------------ the session lock
+
+
+@mutant("TURN-002")
+class LockReleasedBeforeSessionEnd(CommonAgent):
+    """The session lock is released once the status is stored; on_session_end is dispatched
+    after it, while the next message of the session may already run."""
+
+    async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
+        result = await super().run_turn(session_id, user_message, **kwargs)
+        pending = self.__dict__.setdefault("_pending_end", {}).pop(result.turn_id, None)
+        if pending is not None:
+            turn, status, span = pending
+            await super()._dispatch("on_session_end", {"session_id": turn.session_id, "status": status}, turn, span)
+        return result
+
+    async def _dispatch(self, point: str, payload: Any, turn: Any, parent_span: Any, on_outcome: Any = None) -> Any:
+        if point == "on_session_end" and turn.depth == 0:
+            self.__dict__.setdefault("_pending_end", {})[turn.turn_id] = (turn, payload.get("status"), parent_span)
+            return payload
+        return await super()._dispatch(point, payload, turn, parent_span, on_outcome)

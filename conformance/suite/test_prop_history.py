@@ -2,7 +2,8 @@
 loaded, oldest first. The new user message is appended and stored"; TURN-003, MSG-002).
 
 Generated sessions of 2-3 turns; each turn makes 0-2 tool-calling model calls of 1-2 calls each
-(some calls fail, so their results carry the error flag) before its final answer; user texts
+(each call runs, fails, is blocked by pre_tool_call or denied by the approver, so results carry
+their error flags) before its final answer; user texts
 may carry surrounding whitespace; the second message may arrive while the first turn runs (it
 waits on the session lock). The check needs no model of how a kernel words an error result: a
 later turn's first request must hold, message for message (role, text, calls with their ids,
@@ -15,16 +16,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.boundary.scenario import CallScript, ModelResponse, ScriptedToolCall, ToolDef, UserMessage
+from conformance.boundary.scenario import (
+    AskUser,
+    Block,
+    CallScript,
+    HookHold,
+    HookMatch,
+    ModelResponse,
+    ScriptedOutcome,
+    ScriptedToolCall,
+    ToolDef,
+    UserMessage,
+)
 from conformance.errors import ConformanceFailure
 from conformance.steps.turn import conversation, event_turn_id, stored_messages, top_level_turn_ids
 from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 
-#: A turn: its tool-calling model calls, each a list of calls (True: that call's tool fails).
-turns_strategy = st.lists(st.lists(st.lists(st.booleans(), min_size=1, max_size=2), max_size=2), min_size=2, max_size=3)
+#: What becomes of one call: it runs, its tool fails, pre_tool_call blocks it, or the approver
+#: denies it (each gives the model a result of its own, with its own error flag).
+OUTCOMES = ["ok", "fail", "block", "deny"]
+#: A turn: its tool-calling model calls, each a list of calls (what becomes of each).
+turns_strategy = st.lists(st.lists(st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=2), max_size=2), min_size=2, max_size=3)
 pads = st.sampled_from(["", " ", "  ", "\t ", " \n"])
 
 
@@ -52,24 +67,36 @@ def normal(message: Any) -> Any:
     return out
 
 
-def _build(ctx: Any, turns: list[list[list[bool]]], pad: str, waits: bool) -> list[str]:
+def _build(ctx: Any, turns: list[list[list[str]]], pad: str, waits: bool) -> list[str]:
     """The scenario: one session, the turns' scripts in order; returns the user texts."""
     ctx.add_tool(ToolDef(name="lookup", result="found {args}"))
     texts = []
     for t, iterations in enumerate(turns, start=1):
         for i, calls in enumerate(iterations, start=1):
             scripted = []
-            for j, fails in enumerate(calls, start=1):
+            for j, outcome in enumerate(calls, start=1):
                 cid = f"t{t}i{i}c{j}"
                 scripted.append(ScriptedToolCall(id=cid, name="lookup", args={"q": cid}))
-                if fails:
+                if outcome == "fail":
                     ctx.scenario.calls[cid] = CallScript(error=f"lookup {cid} broke")
+                elif outcome == "block":
+                    gate = ctx.hook("gate", "pre_tool_call")
+                    gate.script.append(ScriptedOutcome(when=HookMatch(call_id=cid), outcome=Block(reason=f"no {cid}")))
+                elif outcome == "deny":
+                    gate = ctx.hook("gate", "pre_tool_call")
+                    gate.script.append(ScriptedOutcome(when=HookMatch(call_id=cid), outcome=AskUser(prompt=f"{cid}?")))
+                    ctx.scenario.approver.append("denied")
             ctx.add_response(ModelResponse(tool_calls=scripted))
         ctx.add_response(ModelResponse(text=f"answer {t}"))
         texts.append(f"{pad}question {t}{pad}")
     ctx.scenario.user_messages = [
         UserMessage(text=text, session="s1", concurrent=(waits and k == 1)) for k, text in enumerate(texts)
     ]
+    if waits and turns[0]:
+        # The second message comes while the first turn's first call runs, and that turn then
+        # lingers in post_tool_call: the second message's turn is surely waiting on the lock.
+        ctx.scenario.calls.setdefault("t1i1c1", CallScript()).hold_until_submitted = 1
+        ctx.scenario.hold_hooks.append(HookHold(point="post_tool_call", occurrence=0))
     return texts
 
 
@@ -82,11 +109,13 @@ def _requests_by_turn(ctx: Any) -> list[list[dict[str, Any]]]:
     "TURN-003",
     profile="commonagent",
     dims=["turns=2", "turns=3", "history=with-tool-calls", "history=with-error-results", "history=text-only",
+          "result=ok", "result=failed", "result=blocked", "result=denied",
           "calls_per_response=1", "calls_per_response=2", "second_message=waits-on-lock", "second_message=after-turn"],
 )
 @PROPERTY_SETTINGS
 @given(turns=turns_strategy, pad=pads, waits=st.booleans())
-def test_prop_a_later_turn_sees_the_earlier_turns_whole(turns: list[list[list[bool]]], pad: str, waits: bool) -> None:
+@example(turns=[[["ok"], ["fail", "deny"]], [["block"]]], pad=" ", waits=True)
+def test_prop_a_later_turn_sees_the_earlier_turns_whole(turns: list[list[list[str]]], pad: str, waits: bool) -> None:
     ctx = context("commonagent", "a later turn sees the earlier turns whole")
     texts = _build(ctx, turns, pad, waits)
     ctx.run()

@@ -436,3 +436,16 @@ class LockReleasedBeforeSessionEnd(CommonAgent):
             self.__dict__.setdefault("_pending_end", {})[turn.turn_id] = (turn, payload.get("status"), parent_span)
             return payload
         return await super()._dispatch(point, payload, turn, parent_span, on_outcome)
+
+
+def _refusals_not_errors(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    refused = ("Blocked:", "Not approved")
+    return [
+        {**m, "is_error": False} if m.get("role") == "tool_result" and str(m.get("content", "")).startswith(refused) else m
+        for m in history
+    ]
+
+
+flag("mutant", "history_reload_refusals_not_errors", __name__,
+     "Earlier turns' blocked and denied results come back from the journal as successful results.",
+     breaks="TURN-003", profile=CA, journal_factory=lambda ids: _Reload(MemoryJournal(ids), _refusals_not_errors))

@@ -15,6 +15,7 @@ from conformance.selftest.mutants.records import CA, _Child, _TagRule
 from conformance.selftest.registry import flag, mutant
 from reference_kernel.adapter import ReferenceAdapter
 from reference_kernel.agent import ERROR, CommonAgent
+from reference_kernel.cancel import Cancelled
 from reference_kernel.ids import _build
 from reference_kernel.journal import MemoryJournal
 
@@ -449,3 +450,18 @@ def _refusals_not_errors(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 flag("mutant", "history_reload_refusals_not_errors", __name__,
      "Earlier turns' blocked and denied results come back from the journal as successful results.",
      breaks="TURN-003", profile=CA, journal_factory=lambda ids: _Reload(MemoryJournal(ids), _refusals_not_errors))
+
+
+# ------------------------------------------------------------------ stopping a turn
+
+
+@mutant("STOP-004", also_expected=("STOP-005",))
+class CancelInToolIsAnError(CommonAgent):
+    """A cancel that lands while tools run is taken for a tool failure: the turn ends with status
+    error, and agent_loop_stopped does not fire."""
+
+    async def _tool_calls(self, t: Any, tool_calls: list[dict[str, Any]], span: str, bad: dict[str, str]) -> list[Any]:
+        try:
+            return await super()._tool_calls(t, tool_calls, span, bad)
+        except Cancelled:
+            raise RuntimeError("tool execution was cancelled") from None

@@ -465,3 +465,31 @@ class CancelInToolIsAnError(CommonAgent):
             return await super()._tool_calls(t, tool_calls, span, bad)
         except Cancelled:
             raise RuntimeError("tool execution was cancelled") from None
+
+
+# ------------------------------------------------------------------ sessions
+
+
+@mutant("SESS-003")
+class SessionStoredWithProfileTags(CommonAgent):
+    """A session is stored with the profile's tags added to its own (the turn's tags, not the
+    session's); the turns' tags are unchanged."""
+
+    async def new_session(self, first_message: str, tags: Any = (), **kwargs: Any) -> str:
+        return await super().new_session(first_message, [*tags, *self.profile.tags], **kwargs)
+
+
+@mutant("SESS-002")
+class OnlyTheLastSessionIsContinued(CommonAgent):
+    """A message to a session other than the one used last starts a new session (the kernel
+    keeps one "current" session)."""
+
+    async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
+        last = self.__dict__.get("_last_session")
+        seen = self.__dict__.setdefault("_seen_sessions", set())
+        if session_id is not None and session_id in seen and session_id != last:
+            session_id = None
+        result = await super().run_turn(session_id, user_message, **kwargs)
+        seen.add(result.session_id)
+        self.__dict__["_last_session"] = result.session_id
+        return result

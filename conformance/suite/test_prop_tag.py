@@ -11,6 +11,7 @@ Generated tags stay in ASCII and never have an empty key or value: 001 does not 
 from __future__ import annotations
 
 import string
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from conformance.errors import ConformanceFailure
 from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 from conformance.boundary.scenario import ModelResponse, ScriptedToolCall, ToolDef, UserMessage
-from conformance.steps.ident import check_tag_list, normal_turn, turn_events
+from conformance.steps.ident import check_tag_list, normal_turn, tags_sorted, turn_events
 from conformance.steps.tag import invalid_tag_problem, unchanged_problem
 
 KEY_CHARS = string.ascii_lowercase + string.digits + "_-"
@@ -305,3 +306,68 @@ def test_prop_tags_sharing_a_key_are_all_kept(profile_tags: list[str], session_t
         tags = (normal_turn(e.get("turn")) or {}).get("tags")
         check_tag_list(f"tags in the TurnInfo of {where} (profile {profile_tags}, session {session_tags})", expected, tags)
     ctx.evidence.saw(f"the tags {sorted(expected)} kept, keys shared")
+
+
+# ---------------------------------------------------------------- tags on a message to an existing session
+# 001 gives extra tags to "a message that starts a new session"; what a later message's tags do
+# is open (reading message-tags-existing-session): ignored, or added to the session's own. Either
+# way the turn's tags stay the profile's and the session's (TAG-008): never the message's alone,
+# and an invalid tag never reaches a TurnInfo or a stored session.
+BASE_TAGS = ["base:one"]
+
+
+def _run_existing(message_tags: list[str], name: str):  # type: ignore[no-untyped-def]
+    ctx = context("commonagent", name)
+    ctx.scenario.profile_tags = list(BASE_TAGS)
+    ctx.scenario.user_messages = [UserMessage(text="first", session="s1"), UserMessage(text="second", session="s1", tags=list(message_tags))]
+    ctx.add_response(ModelResponse(text="one"))
+    ctx.add_response(ModelResponse(text="two"))
+    ctx.run()
+    return ctx
+
+
+def _second_turn_tags(ctx) -> list[tuple[str, Any]]:  # type: ignore[no-untyped-def]
+    from conformance.steps.turn import event_turn_id, turn_id_of
+
+    tid = turn_id_of(ctx, 2)
+    events = ctx.evidence.require("hook dispatches of the second turn", [e for _, e in turn_events(ctx) if event_turn_id(e) == tid])
+    return [(f"{e.get('point') or e['kind']} (#{e['seq']})", (normal_turn(e.get("turn")) or {}).get("tags")) for e in events]
+
+
+@requirement("TAG-008", profile="commonagent", dims=["source=message-existing"])
+@PROPERTY_SETTINGS
+@given(message_tags=st.lists(plain_tags, min_size=1, max_size=3, unique=True))
+def test_prop_tags_on_a_later_message_are_ignored_or_added(message_tags: list[str]) -> None:
+    ctx = _run_existing(message_tags, "tags on a later message")
+    if ctx.result.rejected is not None:
+        raise ConformanceFailure(f"valid tags {message_tags} on a later message", "accepted", ctx.result.rejected.message)
+    ctx.require_kernel_ran()
+    allowed = {"ignored": sorted(BASE_TAGS), "added": sorted(set(BASE_TAGS) | set(message_tags))}
+    for where, tags in _second_turn_tags(ctx):
+        if not any(tags == v or (isinstance(tags, list) and set(tags) == set(v) and tags_sorted(tags)) for v in allowed.values()):
+            raise ConformanceFailure(
+                f"tags in the TurnInfo of {where} (profile {BASE_TAGS}, the message brings {message_tags} to its existing session)",
+                f"the profile's and session's tags, the message's ignored {allowed['ignored']} or added {allowed['added']}", tags,
+            )
+    ctx.evidence.saw(f"a later message's tags {message_tags} ignored or added to the session's")
+
+
+@requirement("TAG-003", profile="commonagent", dims=["source=message-existing"])
+@PROPERTY_SETTINGS
+@given(bad=edge_value_tags)
+def test_prop_invalid_tag_on_a_later_message_never_reaches_a_turn(bad: str) -> None:
+    ctx = _run_existing([bad], "an invalid tag on a later message")
+    rejected = ctx.result.rejected
+    if rejected is not None:
+        if "tag" not in rejected.field.lower():
+            raise ConformanceFailure(f"the invalid tag {bad!r} on a later message", "refused naming the tags field", rejected.field)
+        ctx.evidence.saw(f"{bad!r} refused")
+        return
+    ctx.require_kernel_ran()
+    for where, tags in _second_turn_tags(ctx):
+        if isinstance(tags, list) and bad in tags:
+            raise ConformanceFailure(f"the invalid tag {bad!r} on a later message", "refused, or in no TurnInfo", f"in the TurnInfo of {where}")
+    for s in ctx.result.journal.sessions:
+        if bad in s.tags:
+            raise ConformanceFailure(f"the invalid tag {bad!r} on a later message", "refused, or in no stored session", f"among the tags of {s.id}")
+    ctx.evidence.saw(f"{bad!r} kept out of every TurnInfo and stored session")

@@ -493,3 +493,32 @@ class OnlyTheLastSessionIsContinued(CommonAgent):
         seen.add(result.session_id)
         self.__dict__["_last_session"] = result.session_id
         return result
+
+
+@mutant("TAG-008", profile=CA)
+class LaterMessageTagsReplaceTheTurns(ReferenceAdapter):
+    """A message to an existing session that brings tags runs its turn with those tags alone
+    (the profile's and the session's dropped)."""
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        per_message = [list(m.tags) for m in scenario.user_messages]
+
+        class Replacing(self._build["agent_cls"]):  # type: ignore[misc, name-defined]
+            async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
+                k = self.__dict__.get("_message", 0)
+                self.__dict__["_message"] = k + 1
+                started = self.__dict__.setdefault("_started", set())
+                self.__dict__["_only"] = per_message[k] if session_id in started and k < len(per_message) else []
+                started.add(session_id)
+                return await super().run_turn(session_id, user_message, **kwargs)
+
+            async def _turn_tags(self, session_id: str) -> list[str]:
+                tags = await super()._turn_tags(session_id)
+                return sorted(self.__dict__.get("_only") or tags)
+
+        original = self._build
+        self._build = {**original, "agent_cls": Replacing}
+        try:
+            return await super().run(scenario, doubles)
+        finally:
+            self._build = original

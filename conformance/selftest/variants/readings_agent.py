@@ -241,3 +241,36 @@ class TagsUnicodeLetters(ReferenceAdapter):
             return await super().run(scenario, doubles)
         finally:
             tags_module.validate_tag = original  # type: ignore[assignment]
+
+
+# =========================================================================== message-tags-existing-session
+
+
+@variant()
+class MessageTagsJoinTheSession(ReferenceAdapter):
+    """Reading message-tags-existing-session (TAG-008). Seed 001: "A message that starts a new
+    session can bring extra tags"; a later message's tags are not mentioned. Reference: ignored.
+    Variant: added to the session's own tags, so the turns from then on carry them."""
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        from reference_kernel.tags import merge_tags
+
+        per_message = [list(m.tags) for m in scenario.user_messages]
+
+        class Joining(self._build["agent_cls"]):  # type: ignore[misc, name-defined]
+            async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
+                k = self.__dict__.get("_message", 0)
+                self.__dict__["_message"] = k + 1
+                started = self.__dict__.setdefault("_started", set())
+                extra = per_message[k] if k < len(per_message) else []
+                if session_id in started and extra:
+                    self._session_tags[session_id] = merge_tags(self._session_tags.get(session_id, []), extra)
+                started.add(session_id)
+                return await super().run_turn(session_id, user_message, **kwargs)
+
+        original = self._build
+        self._build = {**original, "agent_cls": Joining}
+        try:
+            return await super().run(scenario, doubles)
+        finally:
+            self._build = original

@@ -116,6 +116,11 @@ Feature: Child turns (001, "Child turns")
       | rule                     |
       | has a turn id of its own |
 
+    @JOURNAL-002
+    Examples: started in the journal with its own TurnInfo
+      | rule                                            |
+      | is started in the journal with its TurnInfo |
+
     @TURN-009 @TURN-020
     Examples: the session hooks of a new session
       | rule                                                               |

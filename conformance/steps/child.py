@@ -293,3 +293,20 @@ def child_then_session_hooks(akc: ScenarioContext, call_id: str) -> None:
     if points.count("on_session_end") != 1 or points[-1] != "on_session_end":
         raise ConformanceFailure(what, "on_session_end once, as the last hook", points)
     akc.evidence.saw(f"{what}: on_session_start first, on_session_end last")
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" is started in the journal with its TurnInfo$'))
+def child_then_journal_turn(akc: ScenarioContext, call_id: str) -> None:
+    """start_turn(TurnInfo) for the child turn too: one stored turn under its turn_id, holding
+    the TurnInfo its hooks got (parent_turn_id, depth and tags included)."""
+    _, turn = _each_child_turn(akc, call_id)[0]
+    stored = [t for t in akc.result.journal.turns if t.turn.turn_id == turn.get("turn_id")]
+    if len(stored) != 1:
+        raise ConformanceFailure(
+            f"stored turns for the child turn of {call_id} ({turn.get('turn_id')})", "exactly one",
+            [t.turn.turn_id for t in akc.result.journal.turns],
+        )
+    record = stored[0].turn.model_dump()
+    for key in ("profile_id", "session_id", "turn_id", "parent_turn_id", "tags", "depth"):
+        expect_equal(f"{key} in the TurnInfo stored for the child turn of {call_id}", turn.get(key), record.get(key))
+    akc.evidence.saw(f"the child turn of {call_id} started in the journal with the TurnInfo its hooks got")

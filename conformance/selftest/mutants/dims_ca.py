@@ -522,3 +522,23 @@ class LaterMessageTagsReplaceTheTurns(ReferenceAdapter):
             return await super().run(scenario, doubles)
         finally:
             self._build = original
+
+
+class _FlatChildTurns:
+    """A journal that starts child turns as top-level ones (depth 0, no parent)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def start_turn(self, turn: Any) -> None:
+        if turn.depth > 0:
+            turn = turn.model_copy(update={"depth": 0, "parent_turn_id": None})
+        await self._inner.start_turn(turn)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+flag("mutant", "child_turns_journaled_flat", __name__,
+     "Child turns are started in the journal as top-level turns (depth 0, no parent_turn_id).",
+     breaks="JOURNAL-002", profile=CA, journal_factory=lambda ids: _FlatChildTurns(MemoryJournal(ids)))

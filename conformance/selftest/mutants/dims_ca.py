@@ -542,3 +542,44 @@ class _FlatChildTurns:
 flag("mutant", "child_turns_journaled_flat", __name__,
      "Child turns are started in the journal as top-level turns (depth 0, no parent_turn_id).",
      breaks="JOURNAL-002", profile=CA, journal_factory=lambda ids: _FlatChildTurns(MemoryJournal(ids)))
+
+
+# ------------------------------------------------------------------ what is stored for each tool call
+
+
+@mutant("TOOL-016")
+class RefusedByTheApproverNotStored(CommonAgent):
+    """A call the approver denied or let time out is not stored (it never ran)."""
+
+    async def _after(self, t: Any, c: Any, span: str) -> None:
+        if c.approval in ("denied", "timed_out"):
+            journal, self.journal = self.journal, _NoToolRecord(self.journal)
+            try:
+                await super()._after(t, c, span)
+            finally:
+                self.journal = journal
+            return
+        await super()._after(t, c, span)
+
+
+@mutant("MSG-004")
+class RefusalsStoredAsSuccesses(CommonAgent):
+    """The tool_result of a blocked or refused call is stored with is_error false (the model got
+    it as an error)."""
+
+    async def _store(self, t: Any, message: dict[str, Any]) -> None:
+        refused = ("Blocked:", "Not approved")
+        if message.get("role") == "tool_result" and str(message.get("content", "")).startswith(refused):
+            t.history.append(message)
+            await self.journal.append_message(t.turn, {**message, "is_error": False})
+            return
+        await super()._store(t, message)
+
+
+@mutant("JOURNAL-004")
+class ErrorResultsRecordedEmpty(CommonAgent):
+    """The ToolCallRecord of a failed or refused call holds no result text."""
+
+    def _record(self, c: Any) -> Any:
+        record = super()._record(c)
+        return record.model_copy(update={"result": ""}) if c.is_error else record

@@ -16,6 +16,7 @@ Feature: Child turns (001, "Child turns")
     And a subagent tool "delegate"
     And a tool "weather"
 
+  @dim:depth=1 @dim:definition_profile=same
   Scenario Outline: A child turn's identity is derived from its parent turn
     Given the model calls "delegate" with {"goal": "Find the Charleston forecast"} as "d1"
     And the model calls "weather" with {"city": "Charleston"} as "k1"
@@ -51,6 +52,7 @@ Feature: Child turns (001, "Child turns")
       | is one level deeper than the parent turn |
       | has depth 1                             |
 
+  @dim:depth=2 @dim:definition_profile=same
   Scenario Outline: A grandchild turn's identity is derived from the child turn
     Given the model calls "delegate" with {"goal": "Plan the trip"} as "d1"
     And the model calls "delegate" with {"goal": "Check the weather"} as "d2"

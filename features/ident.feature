@@ -8,7 +8,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
   The harness sees the TurnInfo the kernel hands each hook dispatch and each tool call, and the
   ids the kernel stores in its journal.
 
-  @IDENT-001
+  @IDENT-001 @dim:turn=first
   Scenario: Every hook dispatch receives the running turn's TurnInfo
     Given the scenario's profile id is "household"
     And a tool "weather" returning "Charleston: 18C, light rain"
@@ -17,7 +17,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     When the user sends "Do I need an umbrella?"
     Then every hook dispatch of the run carries the TurnInfo of the turn
 
-  @IDENT-002
+  @IDENT-002 @dim:turn=first @dim:calls_per_response=2
   Scenario: Every tool call receives the running turn's TurnInfo
     Given the scenario's profile id is "household"
     And a tool "weather"
@@ -32,7 +32,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     Then 3 tool calls ran
     And every tool call of the run carries the TurnInfo of the turn
 
-  @IDENT-001
+  @IDENT-001 @dim:turn=later
   Scenario: The hook dispatches of a later turn carry that turn's TurnInfo, not an earlier one's
     Given a tool "weather"
     And the user message "Do I need an umbrella?"
@@ -44,7 +44,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     When the kernel runs
     Then every hook dispatch of each turn carries that turn's own turn id
 
-  @IDENT-002
+  @IDENT-002 @dim:turn=later @dim:calls_per_response=1
   Scenario: The tool calls of a later turn carry that turn's TurnInfo, not an earlier one's
     Given a tool "weather"
     And the user message "Do I need an umbrella?"
@@ -56,7 +56,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     When the kernel runs
     Then every tool call of each turn carries that turn's own turn id
 
-  @IDENT-003
+  @IDENT-003 @dim:turn=first @dim:turn=later
   Scenario: Journal records carry the ids of the turn they belong to
     Given a tool "weather"
     And the model calls "weather" with {"city": "Charleston"} as "c1"

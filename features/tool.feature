@@ -10,7 +10,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
   (for blocked and failed calls too), fire transform_tool_result (which may replace the result
   text), and store the tool call with its approval if there was one.
 
-  @commonagent @TOOL-001
+  @commonagent @TOOL-001 @dim:tools=same @dim:calls_per_response=3
   Scenario: Calls of one response to the same tool run in parallel
     Given a tool "probe"
     And the model calls in one response:
@@ -23,7 +23,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then 3 tool calls ran
 
-  @commonagent @TOOL-001
+  @commonagent @TOOL-001 @dim:tools=different @dim:calls_per_response=3
   Scenario: Calls of one response to different non-interactive tools run in parallel
     Given the tools:
       | name  | kind        | concurrency |
@@ -114,7 +114,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the request of model call 2 has the tool result "c1" with content "beta says {"n":1}"
     And the request of model call 2 has the tool result "c2" with content "alpha says {"n":2}"
 
-  @commonagent @TOOL-005
+  @commonagent @TOOL-005 @dim:calls_per_response=2
   Scenario: pre_tool_call gets the tool name, arguments, risk and call id, once per call, before the tool runs
     Given a tool "deploy" with risk "high"
     And a tool "lookup" with risk "low"
@@ -213,7 +213,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
 
   # 000 gives post_tool_call no payload (reading post-tool-call-payload): only that it fires
   # once per call, after the call's tool, is checked.
-  @commonagent @TOOL-012
+  @commonagent @TOOL-012 @dim:calls_per_response=2
   Scenario: post_tool_call fires once per call, after its tool ran
     Given a tool "lookup" returning "got {args}"
     And the model calls in one response:

@@ -54,7 +54,7 @@ Feature: The iteration budget (000, CommonAgent)
     When the kernel runs
     Then 1 tool call ran
 
-  @BUDGET-005
+  @BUDGET-005 @dim:previous_turn=completed-at-bound
   Scenario: Every turn of a session starts with the full iteration budget
     Given a tool "lookup"
     And max_iterations is 2
@@ -103,3 +103,18 @@ Feature: The iteration budget (000, CommonAgent)
     When the kernel runs
     Then the model was called 2 times
     And the reply is "just in time"
+
+  # Issue 21: the turn before ran out of iterations (not only used them up with an answer).
+  @BUDGET-005 @dim:previous_turn=budget_exhausted
+  Scenario: A turn after one that ran out of iterations starts with the full budget
+    Given a tool "lookup"
+    And max_iterations is 2
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model calls "lookup" with {} as "a" 2 times
+    And the model calls "lookup" with {} as "b"
+    And the model answers "two"
+    When the kernel runs
+    Then user message 1 ends with status "budget_exhausted"
+    And user message 2 made 2 model calls
+    And user message 2 ends with status "completed"

@@ -14,7 +14,7 @@ from conformance.boundary.scenario import Scenario
 from conformance.selftest.mutants.records import CA, _Child, _TagRule
 from conformance.selftest.registry import flag, mutant
 from reference_kernel.adapter import ReferenceAdapter
-from reference_kernel.agent import ERROR, CommonAgent
+from reference_kernel.agent import BUDGET_EXHAUSTED, ERROR, CommonAgent
 from reference_kernel.cancel import Cancelled
 from reference_kernel.ids import _build
 from reference_kernel.journal import MemoryJournal
@@ -583,3 +583,16 @@ class ErrorResultsRecordedEmpty(CommonAgent):
     def _record(self, c: Any) -> Any:
         record = super()._record(c)
         return record.model_copy(update={"result": ""}) if c.is_error else record
+
+
+@mutant("BUDGET-005")
+class ExhaustedBudgetCarriesOver(CommonAgent):
+    """A turn that ran out of iterations leaves its count to the session's next turn (only a
+    completed turn resets it)."""
+
+    async def _iterate(self, t: Any) -> None:
+        carry = self.__dict__.setdefault("_carry", {})
+        t.iterations = carry.pop(t.turn.session_id, 0)
+        await super()._iterate(t)
+        if t.status == BUDGET_EXHAUSTED:
+            carry[t.turn.session_id] = t.iterations

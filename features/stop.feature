@@ -131,7 +131,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
       | agent_loop_stopped |
       | on_session_end     |
 
-  @commonagent @TURN-020
+  @commonagent @TURN-020 @dim:status=interrupted
   Scenario: CommonAgent - on_session_end ends a cancelled turn too, after its status is stored
     Given the model answers "half an answer" in 2 chunks
     And the turn is cancelled at model call 1

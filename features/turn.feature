@@ -29,7 +29,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then tool "c1" ran
     And the request of model call 2 has the tool result "c1" with content "looked up {"q":"x"}"
 
-  @TURN-002
+  @TURN-002 @dim:waiting_messages=1
   Scenario: A second message to the same session waits until the first turn has finished
     Given a tool "probe" returning "probed"
     And the user message "first" in session "s1"
@@ -47,7 +47,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And user message 1 ends with status "completed"
     And user message 2 ends with status "completed"
 
-  @TURN-002
+  @TURN-002 @dim:waiting_messages=2
   Scenario: Two more messages arrive while a long turn runs; each waits for the one before
     Given a tool "probe" returning "probed"
     And the user message "first" in session "s1"
@@ -118,7 +118,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     When the kernel runs
     Then the request of every model call carries the system prompt "You are Zeta, the careful tester." ahead of the conversation
 
-  @TURN-009
+  @TURN-009 @dim:session=new @dim:session=continued @dim:depth=0
   Scenario: on_session_start fires in the first turn of a new session only
     Given the user message "first" in session "s1"
     And the user message "second" in session "s1"
@@ -128,7 +128,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then "on_session_start" was dispatched 1 time for user message 1
     And "on_session_start" was dispatched 0 times for user message 2
 
-  @TURN-009
+  @TURN-009 @dim:session=new @dim:depth=0
   Scenario: Each new session gets its own on_session_start
     Given the user message "first" in session "s1"
     And the user message "other" in session "s2"
@@ -138,7 +138,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then "on_session_start" was dispatched 1 time for user message 1
     And "on_session_start" was dispatched 1 time for user message 2
 
-  @TURN-010
+  @TURN-010 @dim:model_calls=several
   Scenario: pre_llm_call fires once per turn, before the first model call, however many calls follow
     Given a tool "lookup"
     And the user message "first" in session "s1"
@@ -174,7 +174,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then no stored message contains "CTX-SECRET-7"
     And the request of model call 2 does not contain "CTX-SECRET-7"
 
-  @TURN-013
+  @TURN-013 @dim:model_calls=several
   Scenario: pre_api_request and post_api_request surround every model call
     Given a tool "lookup"
     And the model calls "lookup" with {} as "c1"
@@ -248,7 +248,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
       | pre_llm_call    |
       | pre_api_request |
 
-  @TURN-020
+  @TURN-020 @dim:status=completed @dim:depth=0
   Scenario: on_session_end ends every turn of a session, after its status is stored
     Given the user message "first" in session "s1"
     And the user message "second" in session "s1"
@@ -262,14 +262,14 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And on_session_end was the last hook dispatched for user message 2
     And the final status of user message 2 was stored before on_session_end was dispatched
 
-  @TURN-020
+  @TURN-020 @dim:status=error
   Scenario: on_session_end ends a turn whose model call failed
     Given the model fails with status 500
     When the kernel runs
     Then on_session_end was the last hook dispatched for user message 1
     And the final status of user message 1 was stored before on_session_end was dispatched
 
-  @TURN-020
+  @TURN-020 @dim:status=budget_exhausted
   Scenario: on_session_end ends a turn that ran out of iterations
     Given a tool "lookup"
     And max_iterations is 1

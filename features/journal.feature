@@ -90,7 +90,7 @@ Feature: The journal (001, "The journal")
       | c3      | weather     | {"city": "Boston"}     | low  |          |
       | c4      | delete_file | {"path": "/tmp/b.txt"} | high | denied   |
 
-  @JOURNAL-005
+  @JOURNAL-005 @dim:status=completed
   Scenario: Each turn is finished with its final status: answered
     Given a tool "forecast"
     And the model calls "weather" with {"city": "Charleston"} as "c1"
@@ -101,7 +101,7 @@ Feature: The journal (001, "The journal")
     When the kernel runs
     Then each turn is finished in the journal with the status its run ended with
 
-  @JOURNAL-005
+  @JOURNAL-005 @dim:status=interrupted
   Scenario: Each turn is finished with its final status: cancelled
     Given the turn is cancelled at model call 1
     And the model calls "weather" with {"city": "Charleston"} as "c1"
@@ -112,7 +112,7 @@ Feature: The journal (001, "The journal")
     When the kernel runs
     Then each turn is finished in the journal with the status its run ended with
 
-  @JOURNAL-005
+  @JOURNAL-005 @dim:status=budget_exhausted
   Scenario: Each turn is finished with its final status: out of budget
     Given max_iterations is 1
     And the model calls "weather" with {"city": "Charleston"} as "c1"
@@ -123,7 +123,7 @@ Feature: The journal (001, "The journal")
     When the kernel runs
     Then each turn is finished in the journal with the status its run ended with
 
-  @JOURNAL-005
+  @JOURNAL-005 @dim:status=error
   Scenario: Each turn is finished with its final status: model error
     Given the model fails with status 500
     And the model calls "weather" with {"city": "Charleston"} as "c1"

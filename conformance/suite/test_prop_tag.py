@@ -371,3 +371,24 @@ def test_prop_invalid_tag_on_a_later_message_never_reaches_a_turn(bad: str) -> N
         if bad in s.tags:
             raise ConformanceFailure(f"the invalid tag {bad!r} on a later message", "refused, or in no stored session", f"among the tags of {s.id}")
     ctx.evidence.saw(f"{bad!r} kept out of every TurnInfo and stored session")
+
+
+@requirement("JOURNAL-002", profile="commonagent", dims=["source=profile", "source=session", "source=message-new", "source=all"])
+@PROPERTY_SETTINGS
+@given(tags=st.lists(plain_tags, min_size=1, max_size=3, unique=True), source=st.sampled_from(SOURCES + ["all"]))
+def test_prop_the_journal_starts_each_turn_with_its_tags(tags: list[str], source: str) -> None:
+    """start_turn(TurnInfo) stores the turn's resolved tags, whichever source they came from."""
+    if source == "all":
+        ctx = context("commonagent", "journal TurnInfo tags")
+        ctx.scenario.profile_tags, ctx.scenario.session_tags = tags[:1], tags[1:2]
+        ctx.scenario.user_messages = [UserMessage(text="hello", tags=tags[2:])]
+        ctx.add_response(ModelResponse(text="hi"))
+        ctx.run()
+    else:
+        ctx = _run_from(source, tags, "journal TurnInfo tags")
+    ctx.require_kernel_ran()
+    stored = ctx.evidence.require("turns started in the journal", ctx.result.journal.turns)
+    expected = sorted(set(tags))
+    for record in stored:
+        check_tag_list(f"tags in the TurnInfo the journal stored for turn {record.turn.turn_id} ({source} tags)", set(expected), record.turn.tags)
+    ctx.evidence.saw(f"the journal's TurnInfo carries the tags {expected}")

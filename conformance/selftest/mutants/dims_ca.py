@@ -596,3 +596,27 @@ class ExhaustedBudgetCarriesOver(CommonAgent):
         await super()._iterate(t)
         if t.status == BUDGET_EXHAUSTED:
             carry[t.turn.session_id] = t.iterations
+
+
+class _OwnTagsOnly:
+    """A journal whose start_turn stores the session's own tags (the profile's dropped)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._own: dict[str, list[str]] = {}
+
+    async def create_session(self, s: Any) -> str:
+        session_id = await self._inner.create_session(s)
+        self._own[session_id] = list(getattr(s, "tags", []) or [])
+        return session_id
+
+    async def start_turn(self, turn: Any) -> None:
+        await self._inner.start_turn(turn.model_copy(update={"tags": sorted(self._own.get(turn.session_id, turn.tags))}))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+flag("mutant", "turns_journaled_with_session_tags_only", __name__,
+     "Turns are started in the journal with the session's own tags, not the turn's (the profile's missing).",
+     breaks="JOURNAL-002", profile=CA, journal_factory=lambda ids: _OwnTagsOnly(MemoryJournal(ids)))

@@ -223,7 +223,8 @@ class ScriptedToolCall(_Model):
 class ModelError(_Model):
     """A failed model call, in no API's dialect: ``http``, the API answered with an error
     ``status``; ``timeout``, no answer came in time; ``broken_stream``, the stream broke off after
-    ``after_chunks`` chunks. A timeout and a broken stream carry no status."""
+    ``after_chunks`` chunks. A timeout and a broken stream carry no status (``status`` is read
+    for ``http`` only)."""
 
     kind: Literal["http", "timeout", "broken_stream"] = "http"
     status: int = 500

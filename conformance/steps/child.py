@@ -223,9 +223,6 @@ def child_then_session_title(akc: ScenarioContext, call_id: str) -> None:
     akc.evidence.saw(f"the child session {record.id} is titled {goal!r}")
 
 
-
-
-
 # ============================================================================ the child as a turn (issue 21)
 
 

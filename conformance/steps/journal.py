@@ -178,7 +178,6 @@ def journal_then_finished_with(akc: ScenarioContext, k: str, status: str) -> Non
     akc.evidence.saw(f"the turn of message {k} finished in the journal with {status!r}")
 
 
-
 # ============================================================================ the order of stored writes (issue 21)
 # 000's steps fix when each write happens: the user message is stored (step 2) before the model is
 # called (step 5); post_api_request fires, then the assistant message is stored; post_tool_call

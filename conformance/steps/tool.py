@@ -291,7 +291,6 @@ def then_each_after_one_more(akc: ScenarioContext, a: str, b: str) -> None:
     akc.evidence.saw(f"each {b} after its {a}")
 
 
-
 @then("every call that went to the approver is stored with the decision the approver gave for it")
 def tool_then_each_approval_stored(akc: ScenarioContext) -> None:
     """TOOL-017 over several approvals in one response: the approver's log says which call got

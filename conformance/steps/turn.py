@@ -531,7 +531,6 @@ def then_user_stored(akc: ScenarioContext, text: str) -> None:
     akc.evidence.saw(f"the journal holds the user message {text!r}")
 
 
-
 @given(parsers.re(r"the model fails with a (?P<kind>timeout|broken stream)(?: after (?P<after>\d+) chunks?)?$"))
 def given_model_fails_without_status(akc: ScenarioContext, kind: str, after: str | None) -> None:
     """The next model call fails with no HTTP status: no answer in time, or a stream that breaks

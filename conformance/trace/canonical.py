@@ -82,11 +82,9 @@ class ModelResponseEvent(_Event):
 class ModelErrorEvent(_Event):
     kind: Literal["model_error"] = "model_error"
     index: int
-    #: None for a timeout or a broken stream (``error_kind``).
+    #: None for a failure without an HTTP status (a timeout, a broken stream).
     status: int | None
     message: str
-    #: Set for a timeout or a broken stream only (absent: an HTTP error status).
-    error_kind: Literal["timeout", "broken_stream"] | None = None
 
 
 class ToolStartEvent(_Event):
@@ -386,10 +384,7 @@ def observed_events(log: list[JSON]) -> list[JSON]:
                 }
             )
         elif kind == "model_error":
-            error = {"kind": "model_error", "index": e.get("index"), "status": e.get("status"), "message": e.get("message")}
-            if e.get("error_kind", "http") != "http":
-                error["error_kind"] = e["error_kind"]
-            out.append(error)
+            out.append({"kind": "model_error", "index": e.get("index"), "status": e.get("status"), "message": e.get("message")})
         elif kind == "tool_start":
             out.append({"kind": "tool_start", "call_id": e.get("call_id"), "name": e.get("name"), "args": e.get("args"), "turn": e.get("turn")})
         elif kind == "tool_end":
@@ -430,8 +425,8 @@ def observed_events(log: list[JSON]) -> list[JSON]:
                     "turn": e.get("turn"),
                 }
             )
-        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout", "finish_order_unmet"):
-            continue  # the journal is in the report already; submissions are the harness's own
+        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout", "finish_order_unmet", "hook_returned"):
+            continue  # the journal is in the report already; submissions and holds are the harness's own
         else:
             detail = {k: v for k, v in e.items() if k not in ("seq", "kind", "call_id")}
             out.append({"kind": kind, "call_id": e.get("call_id"), "detail": detail})

@@ -83,6 +83,8 @@ class ExpectationsResult(_Model):
     unexpected: list[str] = Field(default_factory=list)
     #: Listed requirements that now pass (or are not offered): delete their entries.
     stale: list[str] = Field(default_factory=list)
+    #: Expected failures that now fail in other checks or for another reason: "id: what changed".
+    changed: list[str] = Field(default_factory=list)
     #: Listed requirements this run did not check (another profile, ``--req``, ``--smoke``).
     not_run: list[str] = Field(default_factory=list)
 
@@ -161,8 +163,17 @@ def status_label(report: Report) -> str:
     expected = sum(1 for r in report.requirements if r.expected)
     stale = len(report.expectations.stale) if report.expectations is not None else 0
     scope = "" if report.selected is None else f" on the {_n(len(report.requirements), 'selected requirement')}"
+    changed = len(report.expectations.changed) if report.expectations is not None else 0
+    expected_gating = [r for r in report.requirements if r.expected and r.gating and r.verdict == "fail"]
     notes: list[str] = []
-    if report.exit_code == 0:
+    if report.exit_code == 0 and expected_gating:
+        # gating failures remain, only expected ones: never "conformant"
+        base = "not conformant — no new failures"
+        if changed:
+            notes.append(f"{_n(changed, 'changed failure')} (--warn-changed)")
+        notes.append(f"{expected} expected")
+        expected = 0
+    elif report.exit_code == 0:
         base = "conformant"
         if fails:
             notes.append(_n(len(fails), "non-gating failure"))
@@ -175,6 +186,8 @@ def status_label(report: Report) -> str:
         if stale and not fails:
             notes.append(f"{_n(stale, 'stale expectation')} (--strict)")
             stale = 0
+        if changed:
+            notes.append(_n(changed, "changed expected failure"))
     elif report.exit_code == 3:
         if errors and not incomplete and not report.errors:
             base = "adapter error"

@@ -101,9 +101,12 @@ def _tail(report: Report, hidden: int) -> list[str]:
         lines.append(f"harness error: {error}")
     exp = report.expectations
     if exp is not None:
-        lines.append(f"expectations {exp.file}: {len(exp.expected)} expected, {len(exp.unexpected)} new, {len(exp.stale)} stale")
+        lines.append(f"expectations {exp.file}: {len(exp.expected)} expected, {len(exp.unexpected)} new, "
+                     f"{len(exp.changed)} changed, {len(exp.stale)} stale")
         for item in exp.unexpected:
             lines.append(f"  new: {item}")
+        for item in exp.changed:
+            lines.append(f"  changed: {item}")
         for item in exp.stale:
             lines.append(f"  stale (now {item.split(': ', 1)[1]}; delete the entry or run --write-expectations): {item.split(':')[0]}")
         if exp.not_run:

@@ -130,6 +130,8 @@ def to_markdown(report: Report) -> str:
         lines += ["", "### Expected failures (listed in the expectations file)", "", "| id | level | verdict | why |", "| --- | --- | --- | --- |"]
         lines += [f"| {r.id} | {r.level} | {r.verdict} (expected) | {_md_cell(explanation(r))} |" for r in expected]
     exp = report.expectations
+    if exp is not None and exp.changed:
+        lines += ["", "### Expected failures that changed (other checks, or another reason)", ""] + [f"- {_md_cell(s)}" for s in exp.changed]
     if exp is not None and exp.stale:
         lines += ["", "### Stale expectations (these now pass: delete their entries)", ""] + [f"- {_md_cell(s)}" for s in exp.stale]
     if report.errors:

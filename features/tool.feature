@@ -357,6 +357,8 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       Then 4 tool calls ran
       And the tool calls ran one at a time
 
+  Rule: Several calls of a kind in one response, and results of every outcome (issue 21)
+
   # Issue 21: several calls of one response go to the approver; each is stored with its own
   # decision (the approver's log says which call got which answer, whatever order it was asked).
   @commonagent @TOOL-017 @dim:approvals_per_response=2 @dim:approvals_per_response=3 @dim:decision=approved @dim:decision=denied @dim:decision=timed_out
@@ -378,3 +380,49 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       | approved, denied, approved   |
       | denied, timed_out, approved  |
       | approved, approved, denied   |
+
+  # Issue 21 (blind round 2): transform_tool_result also replaces an error result (a failed call,
+  # a blocked one), and the approver is asked about each call of one tool in one response; a
+  # Modify before an approved AskUser still reaches the tool.
+  @commonagent @TOOL-015 @dim:result=failed @dim:result=blocked
+  Scenario: transform_tool_result replaces the text of failed and blocked results too
+    Given a tool "lookup" returning "secret {args}"
+    And the call "f1" fails with "lookup broke"
+    And hook "guard" at "pre_tool_call" returns {"kind": "block", "reason": "no"} for call "b1"
+    And hook "redact" at "transform_tool_result" returns {"kind": "replace", "payload": {"name": "lookup", "call_id": "f1", "result": "REDACTED-F"}} for call "f1"
+    And hook "redact" at "transform_tool_result" returns {"kind": "replace", "payload": {"name": "lookup", "call_id": "b1", "result": "REDACTED-B"}} for call "b1"
+    And the model calls in one response:
+      | id | name   | args       |
+      | f1 | lookup | {"q": "1"} |
+      | b1 | lookup | {"q": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then the request of model call 2 has the tool result "f1" with content "REDACTED-F"
+    And the request of model call 2 has the tool result "b1" with content "REDACTED-B"
+
+  @commonagent @TOOL-008 @dim:approvals_per_response=3 @dim:tools=same
+  Scenario: The approver is asked about every call of one tool in one response
+    Given a tool "deploy" with risk "high"
+    And hook "gate" at "pre_tool_call" returns {"kind": "ask_user", "prompt": "OK?"} for tool "deploy"
+    And the approver answers "approved, approved, approved"
+    And the model calls in one response:
+      | id | name   | args     |
+      | d1 | deploy | {"n": 1} |
+      | d2 | deploy | {"n": 2} |
+      | d3 | deploy | {"n": 3} |
+    And the model answers "done"
+    When the kernel runs
+    Then the approver was asked about call "d1" with the prompt "OK?" before the tool ran
+    And the approver was asked about call "d2" with the prompt "OK?" before the tool ran
+    And the approver was asked about call "d3" with the prompt "OK?" before the tool ran
+
+  @commonagent @TOOL-011 @dim:chain=modify-then-approved-ask
+  Scenario: Modify before an approved AskUser still reaches the tool
+    Given a tool "deploy" returning "deployed {args}"
+    And hook "fix" at "pre_tool_call" returns {"kind": "modify", "args": {"env": "staging"}} for call "d1"
+    And hook "gate" at "pre_tool_call" returns {"kind": "ask_user", "prompt": "OK?"} for call "d1"
+    And the approver answers "approved"
+    And the model calls "deploy" with {"env": "prod", "dry": false} as "d1"
+    And the model answers "done"
+    When the kernel runs
+    Then tool "d1" received the args {"env": "staging", "dry": false}

@@ -343,3 +343,27 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And on_session_end of user message 1 is still running when user message 2 could start
     When the kernel runs
     Then no hook, model call or tool call of user message 2 came while the on_session_end of user message 1 ran
+
+  # Issue 21 (blind round 2): the session's first turn did not complete; the session is not new
+  # any more, so its second turn dispatches no on_session_start.
+  @TURN-009 @dim:session=continued @dim:previous_turn=error
+  Scenario: on_session_start does not fire again after a first turn whose model call failed
+    Given the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model fails with status 500
+    And the model answers "two"
+    When the kernel runs
+    Then "on_session_start" was dispatched 1 time for user message 1
+    And "on_session_start" was dispatched 0 times for user message 2
+
+  @TURN-009 @dim:session=continued @dim:previous_turn=budget_exhausted
+  Scenario: on_session_start does not fire again after a first turn that ran out of iterations
+    Given a tool "lookup"
+    And max_iterations is 1
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model calls "lookup" with {} as "a"
+    And the model answers "two"
+    When the kernel runs
+    Then "on_session_start" was dispatched 1 time for user message 1
+    And "on_session_start" was dispatched 0 times for user message 2

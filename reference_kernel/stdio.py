@@ -202,7 +202,12 @@ def _result(msg: dict[str, Any]) -> Any:
     code = err.get("code")
     if code == MODEL_ERROR:
         data = err.get("data") or {}
-        raise ModelCallError(int(data.get("status", 500)), str(data.get("message", err.get("message", ""))))
+        status = data.get("status", 500)
+        raise ModelCallError(
+            None if status is None else int(status),
+            str(data.get("message", err.get("message", ""))),
+            str(data.get("kind", "http")),
+        )
     if code == TOOL_FAILED:
         raise ToolFailed(str(err.get("message", "")))
     raise RuntimeError(f"harness error {code}: {err.get('message')}")

@@ -74,6 +74,14 @@ def _openai_usage(chunk: JSON) -> JSON:
             "prompt_tokens_details": {"cached_tokens": cached}}
 
 
+def _http_status(exc: ModelCallError) -> int:
+    """The HTTP status standing for a scripted failure: a timeout or broken stream has none of its
+    own (504 / 502, as a gateway would answer)."""
+    if exc.status is not None:
+        return exc.status
+    return 504 if getattr(exc, "kind", "") == "timeout" else 502
+
+
 def _error_body(status: int, message: str) -> JSON:
     kind = "server_error" if status >= 500 else ("rate_limit_error" if status == 429 else "invalid_request_error")
     return {"error": {"message": message, "type": kind, "code": status, "param": None}}
@@ -125,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = self.server.model
         first = chunks.get()
         if isinstance(first, ModelCallError):
-            self._json(first.status, _error_body(first.status, first.message))
+            self._json(_http_status(first), _error_body(_http_status(first), first.message))
             return
         stream = bool(body.get("stream"))
         if not stream:
@@ -145,7 +153,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if item is _END:
                     break
                 if isinstance(item, ModelCallError):
-                    self._chunk(f"data: {json.dumps(_error_body(item.status, item.message))}\n\n".encode())
+                    self._chunk(f"data: {json.dumps(_error_body(_http_status(item), item.message))}\n\n".encode())
                     self._end()
                     return
                 if item is not None:
@@ -183,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
             items.append(chunks.get())
         if isinstance(items[-1], ModelCallError):
             err = items[-1]
-            self._json(err.status, _error_body(err.status, err.message))
+            self._json(_http_status(err), _error_body(_http_status(err), err.message))
             return
         text = "".join(c.get("text", "") for c in items[:-1] if c.get("type") == "text")
         calls = [{"id": c.get("id"), "type": "function", "function": {"name": c.get("name"), "arguments": c.get("input_json", "")}}

@@ -77,6 +77,9 @@ class ScenarioRun:
     #: circuit breaker like a hang.
     lost_kernel: bool = False
     duration_s: float = 0.0
+    #: The real time (``time.time()``) when the adapter was called and when it returned: the
+    #: window in which a kernel reading the real clock made its ids (IDENT-005).
+    wall_window: tuple[float, float] = (0.0, 0.0)
     doubles: HarnessDoubles | None = field(default=None, repr=False)
     #: Fields of records the kernel produced with a wrong type or missing ("journal.tool_calls[0]
     #: .approval: ..."): a check that reads one fails (docs/adapter.md, "Wrong types").
@@ -250,6 +253,7 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
     limit_s = float(scenario.timeout_s)
     before = scenario.model_dump()
     started = time.perf_counter()
+    wall_start = time.time()
     raw: Any = None
     # A watchdog task snapshots what is in flight *before* the cancellation unwinds it.
     snapshot: dict[str, str] = {}
@@ -287,6 +291,7 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
                 run.lost_kernel = True
     finally:
         run.duration_s = time.perf_counter() - started
+        run.wall_window = (wall_start, time.time())
     try:
         changed = sorted(k for k, v in scenario.model_dump().items() if before.get(k) != v)
     except Exception:  # noqa: BLE001 - the adapter broke the scenario object itself

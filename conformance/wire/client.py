@@ -283,7 +283,7 @@ class _Run:
                     before.append(note)
         except ModelCallError as exc:
             return {"error": {"code": MODEL_ERROR, "message": str(exc),
-                              "data": {"status": exc.status, "message": exc.message, "chunks": chunks}}}
+                              "data": {"status": exc.status, "message": exc.message, "kind": exc.kind, "chunks": chunks}}}
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:

@@ -209,10 +209,12 @@ class ModelCompleteResult(_Strict):
 
 
 class ModelErrorData(_Strict):
-    """``error.data`` of a scripted model API failure (code 1001)."""
+    """``error.data`` of a scripted model API failure (code 1001): ``kind`` http (with the
+    error ``status``), timeout or broken_stream (status null)."""
 
-    status: int
+    status: int | None
     message: str
+    kind: Literal["http", "timeout", "broken_stream"] = "http"
     chunks: list[Chunk] = Field(default_factory=list)
 
 

@@ -24,6 +24,9 @@ event kinds and their fields:
   ``run_user_messages``); ``submission_timeout`` (call_id, message): a held call gave up waiting
 * ``journal_write`` (op, record, turn): a write the kernel made to its journal, as its adapter
   reported it (``Doubles.journal_write``)
+* ``http_rejected`` (status, path, message): the served model (``conformance.httpmodel.host``)
+  refused a request it could not take as a model call (wrong key, unreadable body) /
+  ``http_stray`` (method, path): a request that came after its scenario had ended
 
 Model responses that must be cancelled (``block_until_cancelled``, or the call a
 ``CancelAt(at="model_call")`` names) stream their *text* chunks (``chunks`` of them), then — for a
@@ -284,6 +287,9 @@ class HarnessDoubles:
         self._tools: dict[str, ToolDef] = {t.name: t for t in scenario.tools}
         self._hooks = {h.id: h for h in scenario.hooks}
         self._model_calls = 0
+        #: This scenario's model served over HTTP (``conformance.httpmodel.host.HttpModel``:
+        #: ``base_url(dialect)``, ``api_key``), set by the harness before the adapter runs.
+        self.http_model: Any = None
         self._message_memo: dict[int, tuple[Any, Any]] = {}
         #: The copies of every model request's messages, by position (``_snapshot_request``).
         self._positions = _Positions()

@@ -1,0 +1,222 @@
+"""The served model (``conformance.httpmodel.host``): each dialect answers through the scenario's
+own model double, driven by its official SDK and by a raw socket client — the same log, the same
+scripted errors, usage and cancellation as in process."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from conformance.boundary.scenario import Scenario
+from conformance.harness.doubles import HarnessDoubles
+from conformance.httpmodel.host import HttpModel, ModelHost
+
+anthropic = pytest.importorskip("anthropic")
+
+TOOLS = [{"name": "read", "description": "Read a file", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+TOOL_TURN = {"text": "Let me look.", "chunks": 2, "tool_calls": [{"name": "read", "args": {"path": "a.txt"}}],
+             "usage": {"input_tokens": 5, "output_tokens": 7, "cached_input_tokens": 2}}
+
+
+def scenario(*responses: dict[str, Any]) -> Scenario:
+    return Scenario.model_validate({"name": "served", "profile": "kernel", "model": {"responses": list(responses)},
+                                    "user_messages": [{"text": "hi"}]})
+
+
+_CLIENTS: list[Any] = []
+
+
+@asynccontextmanager
+async def served(*responses: dict[str, Any]) -> AsyncIterator[tuple[HarnessDoubles, HttpModel, ModelHost]]:
+    """A host serving one scenario's doubles; the SDK clients made meanwhile are closed on exit
+    (left to the garbage collector, they close on a loop that is gone)."""
+    async with anyio.create_task_group() as tg:
+        host = await tg.start(ModelHost().serve)
+        doubles = HarnessDoubles(scenario(*responses))
+        model = host.open(doubles)
+        try:
+            with anyio.fail_after(10):
+                yield doubles, model, host
+        finally:
+            while _CLIENTS:
+                await _CLIENTS.pop().close()
+            tg.cancel_scope.cancel()
+
+
+def run(test: Callable[[], Any]) -> None:
+    anyio.run(test)
+
+
+def client(model: HttpModel, key: str | None = None) -> Any:
+    sdk = anthropic.AsyncAnthropic(base_url=model.base_url("anthropic"), api_key=key or model.api_key, max_retries=0)
+    _CLIENTS.append(sdk)
+    return sdk
+
+
+def kinds(doubles: HarnessDoubles) -> list[tuple[str, Any]]:
+    return [(e["kind"], e.get("complete", e.get("status"))) for e in doubles.log.events]
+
+
+def test_anthropic_sdk_streams_text_tool_use_and_usage_and_the_double_logs_the_request() -> None:
+    async def main() -> None:
+        async with served(TOOL_TURN) as (doubles, model, _):
+            async with client(model).messages.stream(
+                model="m", max_tokens=100, system="You are a test.", tools=TOOLS,
+                messages=[{"role": "user", "content": "Read a.txt"}],
+            ) as stream:
+                types = [event.type async for event in stream]
+                message = await stream.get_final_message()
+            assert message.stop_reason == "tool_use"
+            assert [b.type for b in message.content] == ["text", "tool_use"]
+            assert message.content[0].text == "Let me look."
+            assert (message.content[1].id, message.content[1].name, message.content[1].input) == ("c0_0", "read", {"path": "a.txt"})
+            assert (message.usage.input_tokens, message.usage.output_tokens, message.usage.cache_read_input_tokens) == (5, 7, 2)
+            assert types.count("text") == 2  # the scripted chunks stay chunks
+            request = doubles.log.of("model_request")[0]["request"]
+            assert list(request["messages"]) == [{"role": "system", "text": "You are a test."}, {"role": "user", "text": "Read a.txt"}]
+            assert request["tools"] == TOOLS and request["params"] == {"max_tokens": 100}
+            assert kinds(doubles) == [("model_request", None), ("model_response", True)]
+            assert model.used == {"anthropic"}
+
+    run(main)
+
+
+def test_anthropic_sdk_non_streaming_and_the_history_in_the_suite_shape() -> None:
+    async def main() -> None:
+        async with served({"text": "done"}) as (doubles, model, _):
+            message = await client(model).messages.create(
+                model="m", max_tokens=100, tools=TOOLS,
+                messages=[
+                    {"role": "user", "content": "Read a.txt"},
+                    {"role": "assistant", "content": [{"type": "text", "text": "Let me look."},
+                                                      {"type": "tool_use", "id": "c0_0", "name": "read", "input": {"path": "a.txt"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c0_0", "content": "no such file", "is_error": True},
+                                                 {"type": "text", "text": "and then?"}]},
+                ],
+            )
+            assert (message.stop_reason, message.content[0].text) == ("end_turn", "done")
+            assert list(doubles.log.of("model_request")[0]["request"]["messages"]) == [
+                {"role": "user", "text": "Read a.txt"},
+                {"role": "assistant", "text": "Let me look.", "tool_calls": [{"id": "c0_0", "name": "read", "args": {"path": "a.txt"}}]},
+                {"role": "tool_result", "call_id": "c0_0", "content": "no such file", "is_error": True},
+                {"role": "user", "text": "and then?"},
+            ]
+
+    run(main)
+
+
+def test_anthropic_usage_events_ride_on_message_start_and_the_cumulative_message_delta() -> None:
+    events = {"text": "ok", "usage_events": [{"input_tokens": 11}, {"output_tokens": 3}]}
+
+    async def main() -> None:
+        async with served(events) as (_, model, _):
+            async with client(model).messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as stream:
+                start = None
+                async for event in stream:
+                    if event.type == "message_start":
+                        start = event.message.usage.input_tokens
+                message = await stream.get_final_message()
+            assert start == 11
+            assert (message.usage.input_tokens, message.usage.output_tokens) == (11, 3)
+
+    run(main)
+
+
+def test_anthropic_scripted_errors_are_the_status_with_its_body_or_an_error_event_mid_stream() -> None:
+    async def main() -> None:
+        async with served({"error": {"status": 429, "message": "slow down"}},
+                          {"text": "abc", "chunks": 3, "error": {"status": 500, "message": "boom", "after_chunks": 2}}) as (doubles, model, _):
+            with pytest.raises(anthropic.RateLimitError) as at_once:
+                await client(model).messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+            assert at_once.value.body == {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
+            texts = []
+            with pytest.raises(anthropic.APIStatusError) as mid:
+                async with client(model).messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as stream:
+                    async for event in stream:
+                        if event.type == "text":
+                            texts.append(event.text)
+            assert texts == ["a", "b"]
+            assert mid.value.body == {"type": "error", "error": {"type": "api_error", "message": "boom"}}
+            assert [(e["index"], e["status"]) for e in doubles.log.of("model_error")] == [(0, 429), (1, 500)]
+
+    run(main)
+
+
+def test_a_closed_connection_is_a_cancelled_call() -> None:
+    async def main() -> None:
+        async with served({"text": "ab", "chunks": 2, "block_until_cancelled": True}) as (doubles, model, _):
+            texts = []
+            async with client(model).messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as stream:
+                async for event in stream:
+                    if event.type == "text":
+                        texts.append(event.text)
+                    if len(texts) == 2:
+                        break  # leaving the stream closes the connection
+            with anyio.fail_after(5):
+                while not doubles.log.of("model_response"):
+                    await anyio.sleep(0.01)  # the server's task sees the close on its own schedule
+            assert texts == ["a", "b"]
+            assert doubles.log.of("model_response")[0]["complete"] is False
+
+    run(main)
+
+
+def test_count_tokens_models_and_the_refusals() -> None:
+    async def main() -> None:
+        async with served({"text": "x"}) as (doubles, model, host):
+            sdk = client(model)
+            count = await sdk.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert count.input_tokens >= 1
+            with pytest.raises(anthropic.AuthenticationError):
+                await client(model, "nope").messages.create(
+                    model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+            with pytest.raises(anthropic.BadRequestError):
+                await sdk.messages.create(model="m", max_tokens=10, messages="hi")  # type: ignore[arg-type]
+            assert [e["status"] for e in doubles.log.of("http_rejected")] == [401, 400]
+            assert doubles.model_calls == 0  # neither is a model call
+            host.close(model)
+            with pytest.raises(anthropic.APIStatusError) as late:
+                await sdk.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+            assert late.value.status_code == 410
+            assert doubles.log.of("http_stray") and [what for _, what in host.take_strays()] == [
+                "POST /v1/messages: a model request after its scenario had ended"]
+
+    run(main)
+
+
+def _raw_post(port: int, path: str, key: str, body: dict[str, Any]) -> bytes:
+    data = json.dumps(body).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nx-api-key: {key}\r\ncontent-type: application/json\r\n"
+                  f"content-length: {len(data)}\r\nconnection: close\r\n\r\n".encode() + data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def test_anthropic_through_a_raw_socket_client() -> None:
+    async def main() -> None:
+        async with served(TOOL_TURN, {"text": "plain"}) as (doubles, model, host):
+            path = model.base_url("anthropic").split(str(host.port), 1)[1] + "/v1/messages"
+            body = {"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+            raw = await anyio.to_thread.run_sync(_raw_post, host.port, path, model.api_key, body)
+            head, _, rest = raw.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
+            names = [line[7:].decode() for line in rest.split(b"\n") if line.startswith(b"event: ")]
+            assert names == ["message_start", "content_block_start", "content_block_delta", "content_block_delta",
+                             "content_block_stop", "content_block_start", "content_block_delta", "content_block_delta",
+                             "content_block_stop", "message_delta", "message_stop"]
+            raw = await anyio.to_thread.run_sync(_raw_post, host.port, path, model.api_key, {**body, "stream": False})
+            head, _, rest = raw.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200")
+            assert json.loads(rest)["content"] == [{"type": "text", "text": "plain"}]
+            assert doubles.model_calls == 2
+
+    run(main)

@@ -220,3 +220,130 @@ def test_anthropic_through_a_raw_socket_client() -> None:
             assert doubles.model_calls == 2
 
     run(main)
+
+
+openai = pytest.importorskip("openai")
+
+
+def oai(model: HttpModel, dialect: str) -> Any:
+    sdk = openai.AsyncOpenAI(base_url=model.base_url(dialect), api_key=model.api_key, max_retries=0)
+    _CLIENTS.append(sdk)
+    return sdk
+
+
+CHAT_TOOLS = [{"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}} for t in TOOLS]
+
+
+def test_openai_chat_sdk_streams_with_usage_and_reads_the_history() -> None:
+    async def main() -> None:
+        async with served(TOOL_TURN, {"text": "done"}) as (doubles, model, _):
+            sdk = oai(model, "openai-chat")
+            stream = await sdk.chat.completions.create(
+                model="m", messages=[{"role": "system", "content": "You are a test."}, {"role": "user", "content": "Read a.txt"}],
+                tools=CHAT_TOOLS, stream=True, stream_options={"include_usage": True})
+            texts, args, usage, finish = [], "", None, None
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                for choice in chunk.choices:
+                    texts += [choice.delta.content] if choice.delta.content else []
+                    for call in choice.delta.tool_calls or []:
+                        args += call.function.arguments or ""
+                    finish = choice.finish_reason or finish
+            assert (texts, args, finish) == (["Let me", " look."], '{"path": "a.txt"}', "tool_calls")
+            assert (usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details.cached_tokens) == (7, 7, 2)
+            answer = await sdk.chat.completions.create(model="m", messages=[
+                {"role": "user", "content": "Read a.txt"},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "c0_0", "type": "function", "function": {"name": "read", "arguments": '{"path": "a.txt"}'}}]},
+                {"role": "tool", "tool_call_id": "c0_0", "content": "no such file"}])
+            assert answer.choices[0].message.content == "done"
+            assert list(doubles.log.of("model_request")[1]["request"]["messages"])[1:] == [
+                {"role": "assistant", "tool_calls": [{"id": "c0_0", "name": "read", "args": {"path": "a.txt"}}]},
+                {"role": "tool_result", "call_id": "c0_0", "content": "no such file"},  # no error flag in this dialect
+            ]
+            assert model.used == {"openai-chat"}
+
+    run(main)
+
+
+def test_openai_chat_errors_at_once_and_mid_stream() -> None:
+    async def main() -> None:
+        async with served({"error": {"status": 429, "message": "slow down"}},
+                          {"text": "abc", "chunks": 3, "error": {"status": 500, "message": "boom", "after_chunks": 2}}) as (doubles, model, _):
+            sdk = oai(model, "openai-chat")
+            with pytest.raises(openai.RateLimitError):
+                await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            texts = []
+            with pytest.raises(openai.APIError) as mid:
+                async for chunk in await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True):
+                    texts += [c.delta.content for c in chunk.choices if c.delta.content]
+            assert texts == ["a", "b"] and mid.value.body["code"] == 500
+            assert [e["status"] for e in doubles.log.of("model_error")] == [429, 500]
+
+    run(main)
+
+
+def test_openai_responses_sdk_streams_and_answers_whole() -> None:
+    async def main() -> None:
+        async with served(TOOL_TURN, {"text": "done"}) as (doubles, model, _):
+            sdk = oai(model, "openai-responses")
+            tools = [{"type": "function", "name": "read", "description": "Read a file", "parameters": TOOLS[0]["input_schema"]}]
+            async with sdk.responses.stream(model="m", instructions="You are a test.", input="Read a.txt", tools=tools) as stream:
+                deltas = [e.delta async for e in stream if e.type == "response.output_text.delta"]
+                final = await stream.get_final_response()
+            assert deltas == ["Let me", " look."]
+            assert [o.type for o in final.output] == ["message", "function_call"]
+            assert (final.output[1].call_id, final.output[1].arguments) == ("c0_0", '{"path": "a.txt"}')
+            assert (final.usage.input_tokens, final.usage.output_tokens) == (7, 7)
+            whole = await sdk.responses.create(model="m", input=[
+                {"role": "user", "content": "Read a.txt"},
+                {"type": "function_call", "call_id": "c0_0", "name": "read", "arguments": '{"path": "a.txt"}'},
+                {"type": "function_call_output", "call_id": "c0_0", "output": "no such file"}])
+            assert whole.output_text == "done"
+            assert list(doubles.log.of("model_request")[1]["request"]["messages"]) == [
+                {"role": "user", "text": "Read a.txt"},
+                {"role": "assistant", "tool_calls": [{"id": "c0_0", "name": "read", "args": {"path": "a.txt"}}]},
+                {"role": "tool_result", "call_id": "c0_0", "content": "no such file"},
+            ]
+
+    run(main)
+
+
+def test_openai_responses_error_mid_stream_and_cancellation() -> None:
+    async def main() -> None:
+        async with served({"text": "abc", "chunks": 3, "error": {"status": 500, "message": "boom", "after_chunks": 2}},
+                          {"text": "ab", "chunks": 2, "block_until_cancelled": True}) as (doubles, model, _):
+            sdk = oai(model, "openai-responses")
+            kinds_seen = [e.type async for e in await sdk.responses.create(model="m", input="hi", stream=True)]
+            assert kinds_seen[-2:] == ["error", "response.failed"]
+            stream = await sdk.responses.create(model="m", input="hi", stream=True)
+            deltas = []
+            async for event in stream:
+                if event.type == "response.output_text.delta":
+                    deltas.append(event.delta)
+                    if len(deltas) == 2:
+                        break
+            await stream.close()
+            with anyio.fail_after(5):
+                while len(doubles.log.of("model_response")) < 2:
+                    await anyio.sleep(0.01)
+            assert doubles.log.of("model_response")[1]["complete"] is False
+
+    run(main)
+
+
+@pytest.mark.parametrize("dialect, route, body", [
+    ("openai-chat", "/chat/completions", {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}),
+    ("openai-responses", "/responses", {"model": "m", "stream": True, "input": "hi"}),
+])
+def test_openai_dialects_through_a_raw_socket_client(dialect: str, route: str, body: dict[str, Any]) -> None:
+    async def main() -> None:
+        async with served({"text": "plain", "chunks": 2}) as (doubles, model, host):
+            path = model.base_url(dialect).split(str(host.port), 1)[1] + route
+            raw = await anyio.to_thread.run_sync(_raw_post, host.port, path, model.api_key, body)
+            head, _, rest = raw.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
+            assert b'"pla"' in rest and b'"in"' in rest
+            assert doubles.log.of("model_response")[0]["complete"] is True
+
+    run(main)

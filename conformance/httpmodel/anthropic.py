@@ -129,6 +129,10 @@ def count_tokens(body: JSON) -> JSON:
     return {"input_tokens": max(1, size // 4)}
 
 
+def encoder(model: str, ident: str, body: JSON) -> Encoder:
+    return Encoder(model, f"msg_{ident}")
+
+
 def _frame(event: JSON) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
 

@@ -32,13 +32,13 @@ import h11
 from anyio.abc import SocketAttribute, SocketStream, TaskStatus
 
 from conformance.boundary.adapter import ModelCallError
-from conformance.httpmodel import anthropic
+from conformance.httpmodel import anthropic, openai_chat, openai_responses
 from conformance.httpmodel.dialect import DIALECTS, BadRequest
 
 JSON = dict[str, Any]
 
-#: Dialect modules by name (more are added as they are written).
-_MODULES: dict[str, Any] = {"anthropic": anthropic}
+#: Dialect modules by name.
+_MODULES: dict[str, Any] = {"anthropic": anthropic, "openai-chat": openai_chat, "openai-responses": openai_responses}
 #: The path (after ``/v1``) each dialect's model calls are made on.
 _ROUTES = {"/messages": "anthropic", "/chat/completions": "openai-chat", "/responses": "openai-responses"}
 #: Ended scenarios remembered for stray requests.
@@ -229,7 +229,7 @@ class ModelHost:
         cancels the call (the double's stream is closed, as an in-process kernel would)."""
         index = doubles.model_calls
         chunks = doubles.model_stream(suite_request, None)
-        encoder = module.Encoder(doubles.scenario.model.name, f"{doubles.http_model.token}_{index}")
+        encoder = module.encoder(doubles.scenario.model.name, f"{doubles.http_model.token}_{index}", body)
         streaming = module.streaming(body)
         dropped = False
 

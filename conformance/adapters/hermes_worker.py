@@ -39,7 +39,8 @@ from conformance.boundary.adapter import (
     run_user_messages,
 )
 from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS
-from conformance.httpmodel.endpoint import from_chat_message, from_chat_request
+from conformance.httpmodel.openai_chat import message as from_chat_message
+from conformance.httpmodel.openai_chat import request as from_chat_request
 from conformance.boundary.scenario import Scenario, UserMessage
 
 JSON = dict[str, Any]
@@ -502,7 +503,7 @@ class _Run:
                         rec.result, rec.is_error = result, is_error
                 else:
                     raw_calls = json.loads(row["tool_calls"]) if row["tool_calls"] else []
-                    message = from_chat_message({"role": role, "content": row["content"], "tool_calls": raw_calls})
+                    message = from_chat_message({"role": role, "content": row["content"], "tool_calls": raw_calls}, 0)
                     for call in message.get("tool_calls", []):
                         rec = ToolCallRecord(session_id=sid, call_id=call["id"] or "", name=call["name"] or "", args=call["args"])
                         calls[(sid, rec.call_id)] = rec

@@ -79,9 +79,9 @@ class _Dropped(Exception):
 class ModelHost:
     """The loopback listener serving every scenario of one event loop (see the module doc)."""
 
-    def __init__(self) -> None:
-        self.api_key = "akc-" + secrets.token_hex(12)
-        self.port = 0
+    def __init__(self, *, port: int = 0, api_key: str | None = None) -> None:
+        self.api_key = api_key or "akc-" + secrets.token_hex(12)
+        self.port = port
         self._live: dict[str, Any] = {}
         self._ended: OrderedDict[str, Any] = OrderedDict()
         #: (doubles, what) of each request that came for an ended scenario.
@@ -89,7 +89,7 @@ class ModelHost:
 
     async def serve(self, *, task_status: TaskStatus[ModelHost] = anyio.TASK_STATUS_IGNORED) -> None:
         """Listen until cancelled; ``await tg.start(host.serve)`` returns once it is bound."""
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self.port)
         self.port = int(listener.extra(SocketAttribute.local_port))
         task_status.started(self)
         await listener.serve(self._connection)

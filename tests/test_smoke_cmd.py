@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -64,3 +65,18 @@ def test_usage_errors_exit_2(app: typer.Typer, spec: str, words: str) -> None:
     result = CliRunner().invoke(app, ["smoke", "--adapter", spec])
     assert result.exit_code == 2, result.output
     assert words in result.output
+
+
+def test_a_kernel_whose_model_calls_never_reach_the_harness_fails_smoke_saying_so(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["smoke", "--adapter", "tests.fakes.bypass:adapter"])
+    assert result.exit_code == 1, result.output
+    assert "adapter works" not in result.output
+    assert "0 of " in result.output and " model requests reached the harness; the kernel must call the model the harness serves (doubles.model_stream or the HTTP base URL in the run request" in result.output
+
+
+def test_a_full_run_of_such_a_kernel_stops_saying_it_once(akc_here: Any) -> None:
+    out = akc_here("run", "--adapter", "tests.fakes.bypass:adapter")
+    assert out.returncode == 3, out.stdout + out.stderr
+    text = out.stdout + out.stderr
+    assert text.count(" model requests reached the harness") == 1
+    assert " 0 pass, 0 fail, " in text  # no requirement is failed for it

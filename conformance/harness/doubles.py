@@ -341,6 +341,11 @@ class HarnessDoubles:
     def model_calls(self) -> int:
         return self._model_calls
 
+    @property
+    def scripted_calls(self) -> int:
+        """Model calls the scenario's script covers (``repeat`` unrolled)."""
+        return len(self._script)
+
     # ----------------------------------------------------------------- cancellation
 
     async def _cancel(self, where: dict[str, Any]) -> None:

@@ -119,6 +119,12 @@ class AkcState:
     #: Consecutive hung / restarted scenarios, and why the run was stopped (the circuit breaker).
     hangs_in_a_row: int = 0
     stopped: str | None = None
+    #: Model calls the scenarios run so far scripted, and the model requests that reached the
+    #: harness (a kernel whose model calls never arrive is not wired to the harness's model).
+    scripted_calls: int = 0
+    reached_calls: int = 0
+    unreached_runs: int = 0
+    refused_requests: list[str] = field(default_factory=list)
     #: The scenario an interruption (signal, os._exit in a supervised child) landed in.
     interrupted_in: str | None = None
     progress: Any = None
@@ -176,6 +182,7 @@ class AkcState:
         and count hangs in a row for the circuit breaker."""
         if self.current is not None:
             self.last_run = run
+        self._tally_model_calls(run)
         if getattr(run, "timed_out", False) or getattr(run, "lost_kernel", False):
             self.hangs_in_a_row += 1
         else:
@@ -185,6 +192,39 @@ class AkcState:
                 f"stopped after {self.hangs_in_a_row} consecutive scenarios in which the kernel hung or its "
                 f"process died (circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
             )
+
+
+    def _tally_model_calls(self, run: Any) -> None:
+        """Count what the scenario scripted and what reached the harness; a run in which the
+        first scenarios that ran to an end scripted model calls and none ever arrived is
+        stopped, with one message, instead of failing requirement after requirement for it."""
+        doubles = getattr(run, "doubles", None)
+        scripted = getattr(doubles, "scripted_calls", 0)
+        if not scripted:
+            return
+        self.scripted_calls += scripted
+        self.reached_calls += doubles.model_calls
+        self.refused_requests += [f"{e['status']} {e['message']}" for e in doubles.log.of("http_rejected")]
+        result = getattr(run, "result", None)
+        if result is not None and result.rejected is None and doubles.model_calls == 0:
+            self.unreached_runs += 1
+        if self.reached_calls == 0 and self.unreached_runs >= UNREACHED_STOP and self.stopped is None:
+            self.stopped = f"stopped: {self.unreached_message()}"
+
+    def unreached_message(self) -> str:
+        refused = ""
+        if self.refused_requests:
+            refused = f" ({len(self.refused_requests)} HTTP request(s) were refused, the first: {self.refused_requests[0]})"
+        return (
+            f"{self.reached_calls} of {self.scripted_calls} {UNREACHED}{refused}; the kernel must call "
+            "the model the harness serves (doubles.model_stream or the HTTP base URL in the run request; docs/http-kernels.md)"
+        )
+
+
+#: Scenarios that ran to an end with no model request reaching the harness before a run is stopped.
+UNREACHED_STOP = 3
+#: The words of that message a command can look for (``akc smoke`` makes it its headline).
+UNREACHED = "model requests reached the harness"
 
 
 def take_strays(state: AkcState, adapter: Any) -> None:
@@ -1045,6 +1085,8 @@ def build_report(state: AkcState) -> Report:
                     c.trace = state.failed_traces.get((c.feature, c.scenario))
     info = state.info
     code = verdicts.exit_code
+    if state.unreached_runs and not state.reached_calls and state.stopped is None:
+        state.collect_errors.append(state.unreached_message())
     if state.collect_errors and code == 0:
         code = 3
     report = Report(

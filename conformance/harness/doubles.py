@@ -5,7 +5,7 @@ Everything they see goes into ONE ordered observation log (a list of dicts, each
 ``seq``), so a check can ask "what happened, in what order" without trusting the kernel. The
 event kinds and their fields:
 
-* ``model_request`` (index, request, turn; ``request["messages"]`` is a read-only
+* ``model_request`` (index, request, turn, and ``dialect`` for a call over HTTP; ``request["messages"]`` is a read-only
   :class:`LoggedMessages`, list-like) / ``model_response`` (index, chunks) /
   ``model_error`` (index, status, message) / ``script_exhausted`` (index)
 * ``tool_start`` (call_id, name, args, turn) / ``tool_end`` (call_id, name, args, turn, result
@@ -366,11 +366,14 @@ class HarnessDoubles:
 
     # ----------------------------------------------------------------- model
 
-    def model_stream(self, request: JSON, turn: JSON) -> AsyncIterator[JSON]:
-        """The scripted model: one response per call, in script order."""
+    def model_stream(self, request: JSON, turn: JSON, *, dialect: str | None = None) -> AsyncIterator[JSON]:
+        """The scripted model: one response per call, in script order. ``dialect``: the call came
+        over HTTP in that dialect (``conformance.httpmodel``); the log says so, for the checks
+        that judge what a dialect cannot carry."""
         index = self._model_calls
         self._model_calls += 1
-        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn))
+        extra = {"dialect": dialect} if dialect is not None else {}
+        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn), **extra)
         self._activity()
         return self._stream(index)
 

@@ -125,6 +125,10 @@ class AkcState:
     reached_calls: int = 0
     unreached_runs: int = 0
     refused_requests: list[str] = field(default_factory=list)
+    #: The dialects the kernel's model calls came in over HTTP (``doubles.http_model.used``).
+    dialects_used: set[str] = field(default_factory=set)
+    #: id of each scenario run's doubles → the item that ran it (to place HTTP strays).
+    doubles_items: dict[int, str] = field(default_factory=dict)
     #: The scenario an interruption (signal, os._exit in a supervised child) landed in.
     interrupted_in: str | None = None
     progress: Any = None
@@ -199,6 +203,9 @@ class AkcState:
         first scenarios that ran to an end scripted model calls and none ever arrived is
         stopped, with one message, instead of failing requirement after requirement for it."""
         doubles = getattr(run, "doubles", None)
+        served = getattr(doubles, "http_model", None)
+        if served is not None:
+            self.dialects_used |= served.used
         scripted = getattr(doubles, "scripted_calls", 0)
         if not scripted:
             return
@@ -242,6 +249,18 @@ def take_strays(state: AkcState, adapter: Any) -> None:
             state.collect_errors.append(message)
 
 
+def take_http_strays(state: AkcState, host: Any) -> None:
+    """Model requests that came over HTTP for a scenario that had ended: an ``error`` of that
+    scenario's check, as a stdio stray is."""
+    for doubles, what in host.take_strays() if host is not None else []:
+        check = state.checks.get(state.doubles_items.get(id(doubles), ""))
+        message = f"stray HTTP request from the kernel for this scenario: {what}"
+        if check is not None:
+            check.worsen("error", message)
+        else:
+            state.collect_errors.append(message)
+
+
 def _recording_runner(state: AkcState) -> PortalRunner:
     """A PortalRunner that hands every ScenarioRun of ``run`` (a hang included) to
     ``state.record`` (for the traces)."""
@@ -256,8 +275,11 @@ def _recording_runner(state: AkcState) -> PortalRunner:
             seq = getattr(adapter, "seq", None)
             if isinstance(seq, int) and state.current is not None:
                 state.seq_items[seq] = state.current
+            if state.current is not None:
+                state.doubles_items[id(result.doubles)] = state.current
             state.record(result)
             take_strays(state, adapter)
+            take_http_strays(state, self.host)
             return result
 
     return RecordingRunner(state.backend, state.timeout_cap_s, timeout_scale=state.timeout_scale).start()
@@ -1094,6 +1116,7 @@ def build_report(state: AkcState) -> Report:
         kernel=KernelInfo(
             name=info.name, version=info.version, language=info.language, profiles=list(info.profiles),
             capabilities=list(info.capabilities), readings=dict(info.readings), mechanisms=dict(info.mechanisms),
+            dialects=list(getattr(info, "dialects", [])), dialects_used=sorted(state.dialects_used),
         ),
         profiles=list(state.profiles),
         requirements=verdicts.requirements,

@@ -36,3 +36,34 @@ def halves(text: str) -> list[str]:
         return [text]
     mid = len(text) // 2
     return [text[:mid], text[mid:]]
+
+
+#: What each dialect cannot carry, by name (the ``dialect-limits`` row of
+#: ``conformance/catalog/readings.toml``): the checks judge those requirements on what the
+#: dialect can say. ``tool-error-flag``: a tool result has no error flag (judged on its text);
+#: ``usage-events``: usage is one figure per call (a completed call delivers the sum of its usage
+#: chunks, a cut one what the dialect had sent before the cut).
+CANNOT_CARRY: dict[str, frozenset[str]] = {
+    "anthropic": frozenset({"usage-events"}),
+    "openai-chat": frozenset({"tool-error-flag", "usage-events"}),
+    "openai-responses": frozenset({"tool-error-flag", "usage-events"}),
+}
+
+
+def _usage_sum(usages: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("input_tokens", "output_tokens", "cached_input_tokens")
+    return {"type": "usage", **{k: sum(int(u.get(k) or 0) for u in usages) for k in keys}}
+
+
+def delivered_usage(dialect: str | None, chunks: list[dict[str, Any]], complete: bool) -> list[dict[str, Any]]:
+    """The usage a kernel received of one model call's streamed ``chunks``: every usage chunk in
+    process; over a dialect, one summed figure for a completed call, and for a cut one only
+    Anthropic's ``message_start`` usage (a first chunk that is usage)."""
+    usages = [c for c in chunks if c.get("type") == "usage"]
+    if dialect is None or "usage-events" not in CANNOT_CARRY.get(dialect, frozenset()):
+        return usages
+    if complete:
+        return [_usage_sum(usages)] if usages else []
+    if dialect == "anthropic" and chunks and chunks[0].get("type") == "usage":
+        return [chunks[0]]
+    return []

@@ -42,7 +42,7 @@ _MODULES: dict[str, Any] = {"anthropic": anthropic, "openai-chat": openai_chat, 
 #: The path (after ``/v1``) each dialect's model calls are made on.
 _ROUTES = {"/messages": "anthropic", "/chat/completions": "openai-chat", "/responses": "openai-responses"}
 #: Ended scenarios remembered for stray requests.
-_ENDED_KEEP = 256
+_ENDED_KEEP = 32
 _MAX_BODY = 64 * 1024 * 1024
 
 
@@ -228,7 +228,7 @@ class ModelHost:
         """One model call through the double, watching the connection: a client that goes away
         cancels the call (the double's stream is closed, as an in-process kernel would)."""
         index = doubles.model_calls
-        chunks = doubles.model_stream(suite_request, None)
+        chunks = doubles.model_stream(suite_request, None, dialect=module.NAME)
         encoder = module.encoder(doubles.scenario.model.name, f"{doubles.http_model.token}_{index}", body)
         streaming = module.streaming(body)
         dropped = False

@@ -16,6 +16,7 @@ from pytest_bdd import parsers, then
 from conformance.boundary.adapter import UsageEvent
 from conformance.boundary.scenario import Pricing, Usage
 from conformance.errors import ConformanceFailure, Incomplete, expect_equal, show
+from conformance.httpmodel.dialect import delivered_usage
 from conformance.steps.common import ScenarioContext
 
 #: Reading cost-precision: a persisted cost_usd may be float dollars, decimal or whole
@@ -40,10 +41,12 @@ def pricing_cost(pricing: Pricing, usage: Usage | dict[str, Any]) -> float:
 
 
 def streamed_usages(akc: ScenarioContext) -> list[dict[str, Any]]:
-    """The usage chunks the scripted model streamed, in call order."""
+    """The usage chunks the scripted model streamed, in call order — over an HTTP dialect that
+    has one usage figure per call, the usage it delivered (``delivered_usage``)."""
+    dialects = {e["index"]: e.get("dialect") for e in akc.events("model_request")}
     out = []
     for e in akc.events("model_response"):
-        out.extend(c for c in e["chunks"] if c.get("type") == "usage")
+        out.extend(delivered_usage(dialects.get(e["index"]), e["chunks"], bool(e.get("complete"))))
     return out
 
 

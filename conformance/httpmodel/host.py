@@ -72,6 +72,21 @@ class HttpModel:
         return {d: self.base_url(d) for d in DIALECTS}
 
 
+#: An optional request header: the TurnInfo (JSON) the call belongs to, for an adapter that can
+#: attach it (in process, the model double gets it as ``turn``); without it the turn is null.
+TURN_HEADER = "x-akc-turn"
+
+
+def _turn(raw: str | None) -> JSON | None:
+    if not raw:
+        return None
+    try:
+        turn = json.loads(raw)
+    except ValueError:
+        return None
+    return turn if isinstance(turn, dict) else None
+
+
 class _Dropped(Exception):
     """The client closed the connection."""
 
@@ -222,13 +237,15 @@ class ModelHost:
             await refuse(400, f"{rest}: {exc}")
             return
         doubles.http_model.used.add(dialect)
-        await self._model_call(conn, stream, doubles, module, parsed, suite_request)
+        await self._model_call(conn, stream, doubles, module, parsed, suite_request, _turn(headers.get(TURN_HEADER)))
 
-    async def _model_call(self, conn: h11.Connection, stream: SocketStream, doubles: Any, module: Any, body: JSON, suite_request: JSON) -> None:
+    async def _model_call(
+        self, conn: h11.Connection, stream: SocketStream, doubles: Any, module: Any, body: JSON, suite_request: JSON, turn: JSON | None
+    ) -> None:
         """One model call through the double, watching the connection: a client that goes away
         cancels the call (the double's stream is closed, as an in-process kernel would)."""
         index = doubles.model_calls
-        chunks = doubles.model_stream(suite_request, None, dialect=module.NAME)
+        chunks = doubles.model_stream(suite_request, turn, dialect=module.NAME)
         encoder = module.encoder(doubles.scenario.model.name, f"{doubles.http_model.token}_{index}", body)
         streaming = module.streaming(body)
         dropped = False

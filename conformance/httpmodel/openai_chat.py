@@ -40,11 +40,25 @@ def error_body(status: int, message: str) -> JSON:
     return {"error": {"message": message, "type": kind, "code": status, "param": None}}
 
 
+#: Parsed arguments by their JSON text: a kernel re-sends its whole history with every call.
+_PARSED: dict[str, Any] = {}
+
+
 def _arguments(raw: Any) -> Any:
-    try:
-        return json.loads(raw) if raw else {}
-    except (TypeError, ValueError):
+    if not raw:
+        return {}
+    if not isinstance(raw, str):
         return raw
+    parsed = _PARSED.get(raw)
+    if parsed is None:
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return raw
+        if len(_PARSED) > 4096:
+            _PARSED.clear()
+        _PARSED[raw] = parsed
+    return parsed
 
 
 def message(m: Any, i: int) -> JSON:

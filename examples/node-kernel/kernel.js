@@ -423,6 +423,7 @@ class Kernel {
     const abort = new AbortController();
     const off = run.token.on(() => abort.abort());
     const calls = new Map();
+    let usage = null;
     try {
       const stream = await this.http.client.chat.completions.create(toChat(this.sc.model.name, request),
         { signal: abort.signal, headers: { 'x-akc-turn': JSON.stringify(run.turn) } });
@@ -439,7 +440,7 @@ class Kernel {
         }
         if (chunk.usage) {
           const cached = (chunk.usage.prompt_tokens_details && chunk.usage.prompt_tokens_details.cached_tokens) || 0;
-          this.pendingUsage = { type: 'usage', input_tokens: chunk.usage.prompt_tokens - cached, output_tokens: chunk.usage.completion_tokens, cached_input_tokens: cached };
+          usage = { type: 'usage', input_tokens: chunk.usage.prompt_tokens - cached, output_tokens: chunk.usage.completion_tokens, cached_input_tokens: cached };
         }
       }
     } catch (e) {
@@ -449,7 +450,7 @@ class Kernel {
       off();
     }
     [...calls.keys()].sort((a, b) => a - b).forEach((k) => { const c = calls.get(k); onChunk({ type: 'tool_use', id: c.id, name: c.name, input_json: c.raw }); });
-    if (this.pendingUsage) { onChunk(this.pendingUsage); this.pendingUsage = null; }
+    if (usage) onChunk(usage);
   }
 
   onUsage(run, u) {

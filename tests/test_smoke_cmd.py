@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import json
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +75,12 @@ def test_a_kernel_whose_model_calls_never_reach_the_harness_fails_smoke_saying_s
     assert "0 of " in result.output and " model requests reached the harness; the kernel must call the model the harness serves (doubles.model_stream or the HTTP base URL in the run request" in result.output
 
 
-def test_a_full_run_of_such_a_kernel_stops_saying_it_once(akc_here: Any) -> None:
-    out = akc_here("run", "--adapter", "tests.fakes.bypass:adapter")
-    assert out.returncode == 3, out.stdout + out.stderr
+def test_a_full_run_of_such_a_kernel_says_it_once_at_the_head(akc_here: Any, tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    out = akc_here("run", "--adapter", "tests.fakes.bypass:adapter", "--req", "LOOP-013", "--req", "DONE-001",
+                   "--req", "TOOL-003", "--json", str(report))
     text = out.stdout + out.stderr
+    assert out.returncode == 1, text  # the verdicts stay: from outside it is a kernel that calls no model
     assert text.count(" model requests reached the harness") == 1
-    assert " 0 pass, 0 fail, " in text  # no requirement is failed for it
+    errors = json.loads(report.read_text())["errors"]
+    assert errors[0].startswith("0 of ") and "the kernel must call the model the harness serves" in errors[0]

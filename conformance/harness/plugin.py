@@ -197,11 +197,12 @@ class AkcState:
                 f"process died (circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
             )
 
-
     def _tally_model_calls(self, run: Any) -> None:
-        """Count what the scenario scripted and what reached the harness; a run in which the
-        first scenarios that ran to an end scripted model calls and none ever arrived is
-        stopped, with one message, instead of failing requirement after requirement for it."""
+        """Count what the scenarios scripted and what reached the harness: a run in which
+        scenarios ran to an end and no model call ever arrived says so once, at the head of the
+        report (``unreached_message``). The verdicts stay: from the harness's side a kernel
+        pointed at a model of its own and a kernel that does nothing look the same (no model
+        call), and the second must fail."""
         doubles = getattr(run, "doubles", None)
         served = getattr(doubles, "http_model", None)
         if served is not None:
@@ -215,8 +216,6 @@ class AkcState:
         result = getattr(run, "result", None)
         if result is not None and result.rejected is None and doubles.model_calls == 0:
             self.unreached_runs += 1
-        if self.reached_calls == 0 and self.unreached_runs >= UNREACHED_STOP and self.stopped is None:
-            self.stopped = f"stopped: {self.unreached_message()}"
 
     def unreached_message(self) -> str:
         refused = ""
@@ -228,8 +227,6 @@ class AkcState:
         )
 
 
-#: Scenarios that ran to an end with no model request reaching the harness before a run is stopped.
-UNREACHED_STOP = 3
 #: The words of that message a command can look for (``akc smoke`` makes it its headline).
 UNREACHED = "model requests reached the harness"
 
@@ -1107,8 +1104,8 @@ def build_report(state: AkcState) -> Report:
                     c.trace = state.failed_traces.get((c.feature, c.scenario))
     info = state.info
     code = verdicts.exit_code
-    if state.unreached_runs and not state.reached_calls and state.stopped is None:
-        state.collect_errors.append(state.unreached_message())
+    if getattr(state, "unreached_runs", 0) and not state.reached_calls:  # (a crashed child's state has no tally)
+        state.collect_errors.insert(0, state.unreached_message())
     if state.collect_errors and code == 0:
         code = 3
     report = Report(
@@ -1116,7 +1113,7 @@ def build_report(state: AkcState) -> Report:
         kernel=KernelInfo(
             name=info.name, version=info.version, language=info.language, profiles=list(info.profiles),
             capabilities=list(info.capabilities), readings=dict(info.readings), mechanisms=dict(info.mechanisms),
-            dialects=list(getattr(info, "dialects", [])), dialects_used=sorted(state.dialects_used),
+            dialects=list(getattr(info, "dialects", [])), dialects_used=sorted(getattr(state, "dialects_used", ())),
         ),
         profiles=list(state.profiles),
         requirements=verdicts.requirements,

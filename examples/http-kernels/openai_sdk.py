@@ -6,7 +6,7 @@ with the usage chunk asked for. Nothing else changes, so it claims both profiles
 Completions cannot carry (a tool result's error flag, separate usage events) is judged on what it
 can say (docs/http-kernels.md).
 
-    akc run --adapter examples/http-kernels/openai_sdk.py:adapter
+    PYTHONPATH=examples/http-kernels akc run --adapter openai_sdk:adapter --timeout-scale 4 --expect examples/http-kernels/openai_sdk.expect.toml
 """
 
 from __future__ import annotations

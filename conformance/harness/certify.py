@@ -76,6 +76,8 @@ class SuiteOptions:
     #: ``--expect`` / ``--write-expectations``: expected failures read from / written to this TOML file.
     expect_path: str | None = None
     write_expectations_path: str | None = None
+    #: ``--warn-changed``: an expected failure failing for another reason only warns.
+    warn_changed: bool = False
     extra_args: list[str] = field(default_factory=list)
     #: ``--jobs``: scenarios in flight at once, as that many supervised processes
     #: (:mod:`conformance.harness.shards`); 1 is the one supervised child of old.
@@ -246,6 +248,8 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         args += ["--akc-traces", str(options.traces_dir)]
     if options.expect_path:
         args += ["--akc-expect", str(options.expect_path)]
+        if options.warn_changed:
+            args.append("--akc-warn-changed")
     if options.write_expectations_path:
         args += ["--akc-write-expectations", str(options.write_expectations_path)]
     return args + list(options.extra_args)

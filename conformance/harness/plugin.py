@@ -65,8 +65,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "explore: hundreds of random examples, shrinking on, failures kept in the run's own temp dir")
     group.addoption("--akc-expect", default=None, metavar="FILE",
                     help="expected failures (TOML): listed results do not fail the run; new ones do, stale ones are reported")
+    group.addoption("--akc-warn-changed", action="store_true", default=False,
+                    help="with --akc-expect: an expected failure failing in other checks or for another reason warns instead of failing the run")
     group.addoption("--akc-write-expectations", default=None, metavar="FILE",
                     help="write this run's non-passing requirements to FILE (for --akc-expect)")
+    group.addoption("--akc-golden", default=None, metavar="DIR",
+                    help="compare every scenario's canonical trace with the goldens in DIR: a change of behaviour exits 4")
+    group.addoption("--akc-update-golden", action="store_true", default=False, help="with --akc-golden DIR: write this run's traces as the goldens")
     group.addoption("--akc-all", action="store_true", default=False, help="show every requirement in the verdict table, not only those that do not pass")
     group.addoption("--akc-no-summary", action="store_true", default=False, help="do not print the verdict table (akc run prints its own)")
 
@@ -142,6 +147,12 @@ class AkcState:
     collect_errors: list[str] = field(default_factory=list)
     #: ``--akc-traces``: the folder each scenario's canonical trace is written to.
     traces_dir: str | None = None
+    #: ``--akc-golden``: the goldens compared after the run (conformance.trace.golden), whether
+    #: to rewrite them, the run's own traces folder when none was asked for, and the result.
+    golden_dir: str | None = None
+    update_golden: bool = False
+    golden_scratch: Any = None
+    golden_result: Any = None
     #: The node id of the item running now, and the last ScenarioRun it made.
     current: str | None = None
     last_run: Any = None
@@ -384,7 +395,8 @@ def build_state(config: pytest.Config) -> AkcState:
     if config.getoption("akc_expect", None):
         from conformance.report.expectations import load as load_expectations
 
-        expectations = load_expectations(config.getoption("akc_expect"), catalog.ids() if catalog is not None else None)
+        expectations = load_expectations(config.getoption("akc_expect"), catalog.ids() if catalog is not None else None,
+                                         warn_changed=bool(config.getoption("akc_warn_changed", False)))
     adapter = load_adapter(spec)
     info = adapter_info(adapter)
     claimed = [p for p in PROFILES if p in info.profiles]
@@ -409,9 +421,35 @@ def build_state(config: pytest.Config) -> AkcState:
         timeout_scale=_scale(config.getoption("akc_timeout_scale")),
         max_hangs=_max_hangs(config.getoption("akc_max_hangs")),
         smoke=config.getoption("akc_smoke"),
-        traces_dir=config.getoption("akc_traces", None),
         expectations=expectations,
+        **_golden_options(config),
     )
+
+
+def _golden_options(config: pytest.Config) -> dict[str, Any]:
+    """``--akc-traces``, and ``--akc-golden DIR`` (checked now, before anything runs) with a
+    traces folder of its own when none was asked for."""
+    traces = config.getoption("akc_traces", None)
+    golden = config.getoption("akc_golden", None)
+    update = bool(config.getoption("akc_update_golden", False))
+    if golden is None:
+        if update:
+            raise pytest.UsageError("--akc-update-golden needs --akc-golden DIR")
+        return {"traces_dir": traces}
+    from conformance.errors import UsageError
+    from conformance.trace.golden import check_folder
+
+    try:
+        check_folder(golden, update=update)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    out: dict[str, Any] = {"golden_dir": str(golden), "update_golden": update, "traces_dir": traces}
+    if not traces:
+        import tempfile
+
+        scratch = tempfile.TemporaryDirectory(prefix="akc-golden-")
+        out.update(golden_scratch=scratch, traces_dir=scratch.name)
+    return out
 
 
 def _scale(value: float | None) -> float:
@@ -908,6 +946,8 @@ def classify(report: pytest.TestReport, call: pytest.CallInfo[Any]) -> tuple[str
         reason = reason.removeprefix("Skipped: ")
         if reason.startswith("not offered"):
             return "not-offered", reason
+        if reason.startswith("blocked by "):
+            return "blocked", reason
         return "incomplete", reason or "skipped"
     excinfo = call.excinfo
     if excinfo is None:
@@ -965,7 +1005,7 @@ def keep_trace(state: AkcState, check: Check, run: Any) -> None:
         return
     from conformance.trace.canonical import build_trace, dump, trace_filename
 
-    trace = build_trace(run, feature=check.feature, scenario=check.scenario, info=state.info)
+    trace = build_trace(run, feature=check.feature, scenario=check.scenario, info=state.info, requirements=check.requirement_ids)
     if failed:
         state.failed_traces[(check.feature, check.scenario)] = trace
     if state.traces_dir:
@@ -989,9 +1029,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     if check is None:
         return
     report: pytest.TestReport = outcome.get_result()
-    from conformance.errors import Unsupported
+    from conformance.errors import Blocked, Unsupported
 
-    if call.excinfo is not None and report.when == "call" and call.excinfo.errisinstance(Unsupported):
+    fault = _innermost(call.excinfo.value) if call.excinfo is not None else None
+    if isinstance(fault, Blocked) and report.when == "call":
+        # Another requirement's subject did not happen: shown as a skip, counted as blocked.
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, str(fault))
+    elif call.excinfo is not None and report.when == "call" and call.excinfo.errisinstance(Unsupported):
         # The adapter cannot express the scenario: shown as a skip, counted as incomplete.
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"incomplete: {call.excinfo.value}")
@@ -1004,7 +1049,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         check.evidence = list(state.evidence_log(item.nodeid).lines)
         if result == "pass" and not check.evidence:
             result, message = "error", "the check passed without recording evidence that its situation happened (a defect of the suite)"
-    check.worsen(result, message)
+    check.worsen(
+        result,
+        message,
+        blocked_by=getattr(fault, "by", ()) if result == "blocked" else (),
+        subject=getattr(fault, "subject", ()) if result == "fail" else (),
+    )
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The exception a check raised, out of any one-member exception groups around it."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 @pytest.hookimpl(wrapper=True)
@@ -1047,6 +1104,8 @@ def finish_run(session: pytest.Session, exitstatus: int) -> None:
         code, why = ended
         state.report.errors.append(why)
         state.report.exit_code = code
+    elif state.golden_dir and state.traces_dir:
+        finish_golden(state)
     write_reports(
         state.report,
         json_path=config.getoption("akc_json"),
@@ -1057,6 +1116,24 @@ def finish_run(session: pytest.Session, exitstatus: int) -> None:
         from conformance.report.expectations import write as write_expectations
 
         write_expectations(state.report, config.getoption("akc_write_expectations"), state.expectations)
+
+
+def finish_golden(state: AkcState) -> None:
+    """``--akc-golden``: compare the run's traces with the goldens (or rewrite them); a change of
+    behaviour exits 4 when the run is otherwise conformant."""
+    from conformance.trace.golden import EXIT_GOLDEN, compare_golden, update_golden
+
+    partial = bool(state.req_filter or state.smoke)
+    assert state.report is not None and state.golden_dir and state.traces_dir
+    if state.update_golden:
+        update_golden(state.traces_dir, state.golden_dir, partial=partial)
+    else:
+        state.golden_result = compare_golden(state.traces_dir, state.golden_dir, partial=partial)
+        if state.golden_result.changed and state.report.exit_code == 0:
+            state.report.exit_code = EXIT_GOLDEN
+    if state.golden_scratch is not None:
+        state.golden_scratch.cleanup()
+        state.golden_scratch = None
 
 
 def abnormal_end(state: AkcState, exitstatus: int) -> tuple[int, str] | None:
@@ -1137,7 +1214,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash[STATE_KEY]
     if state.report is None:
         return
-    if state.report.exit_code not in (0, 1, 3) or state.stopped:
+    if state.report.exit_code not in (0, 1, 3, 4) or state.stopped:
         terminalreporter.section("agent kernel conformance")
         terminalreporter.write_line(state.report.errors[-1] if state.report.errors else "the run did not finish")
         return
@@ -1145,3 +1222,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
     terminalreporter.section("agent kernel conformance")
     terminalreporter.write(render_table(state.report, all_rows=config.getoption("akc_all", False)))
+    if state.golden_result is not None:
+        import io
+
+        from rich.console import Console
+
+        from conformance.trace.golden import print_golden
+
+        console = Console(file=io.StringIO(), width=terminalreporter._tw.fullwidth, color_system=None)
+        print_golden(state.golden_result, console)
+        terminalreporter.write(console.file.getvalue())  # type: ignore[attr-defined]

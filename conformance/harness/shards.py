@@ -366,7 +366,8 @@ def merge(options: Any, prepared: Any, parts: list[dict[str, Any]], signum: int 
     if options.expect_path:
         from conformance.report.expectations import load as load_expectations
 
-        expectations = load_expectations(options.expect_path, catalog.ids() if catalog is not None else None)
+        expectations = load_expectations(options.expect_path, catalog.ids() if catalog is not None else None,
+                                         warn_changed=options.warn_changed)
     checks: dict[str, Any] = {}
     failed_traces: dict[Any, Any] = {}
     errors: list[str] = []

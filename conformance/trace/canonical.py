@@ -221,6 +221,8 @@ class Trace(BaseModel):
     feature: str
     scenario: str
     profile: str
+    #: The requirement ids the scenario checks (its tags): for the reader of a diff, never compared.
+    requirements: list[str] = Field(default_factory=list)
     kernel: TraceKernel
     #: Costs are rounded to this many decimal places (USD).
     cost_digits: int = COST_DIGITS
@@ -489,7 +491,7 @@ def sequential_lanes(log: list[JSON], scenario: Any) -> dict[str, str]:
     return shared
 
 
-def build_trace(run: Any, *, feature: str, scenario: str, info: Any) -> Trace:
+def build_trace(run: Any, *, feature: str, scenario: str, info: Any, requirements: list[str] | None = None) -> Trace:
     """The canonical trace of a :class:`~conformance.harness.runner.ScenarioRun` (its last run)."""
     tail, spans = reported_events(run)
     log = list(run.log)
@@ -499,6 +501,7 @@ def build_trace(run: Any, *, feature: str, scenario: str, info: Any) -> Trace:
         feature=feature,
         scenario=scenario,
         profile=str(run.scenario.profile),
+        requirements=sorted(requirements or []),
         kernel=TraceKernel(
             name=str(getattr(info, "name", "?")),
             version=str(getattr(info, "version", "?")),

@@ -23,6 +23,15 @@ try:
 except ImportError:  # no trio: nothing to retire
     pass
 
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# The project's tests pass on a busy machine (a user's loaded CI runner, issue 25): no Hypothesis
+# deadline and no health check that measures the machine ("input generation is slow"). Built on
+# the profile already loaded (Hypothesis's own CI profile under CI=true), loaded before any test
+# module builds its settings.
+settings.register_profile("akc-tests", settings(settings.default, deadline=None, suppress_health_check=[HealthCheck.too_slow]))
+settings.load_profile("akc-tests")
+
 
 @dataclass
 class ReferenceRun:

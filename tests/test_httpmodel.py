@@ -263,3 +263,87 @@ def test_cli_model_server_bad_script_is_one_line_exit_2(tmp_path: Path, akc_here
     out = akc_here("model-server", "--script", str(tmp_path / "s.json"))
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "s.json: responses" in out.stderr, out.stderr
+
+
+# ----------------------------------------------------------------------------- issue 25: edge cases
+
+
+def _raw(port: int, request: bytes, host: str = "127.0.0.1") -> bytes:
+    """Send ``request`` as is and read the answer until the server closes the connection."""
+    import socket
+
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@asynccontextmanager
+async def served_path(host: str = "127.0.0.1") -> AsyncIterator[tuple[ModelHost, str]]:
+    """(host, the chat route's path under its scenario token)."""
+    async with anyio.create_task_group() as tg:
+        server = await tg.start(ModelHost(host=host, api_key="sk-test").serve)
+        served = server.open(HarnessDoubles(Scenario(name="x", profile="kernel", model=ModelDef())))
+        yield server, served.base_url("openai-chat").split(str(server.port), 1)[1] + "/chat/completions"
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(("headers", "status"), [
+    (b"Host: 127.0.0.1\r\nContent-Length: -5\r\n", b"400"),
+    (b"Host: 127.0.0.1\r\nContent-Length: lots\r\n", b"400"),
+    (b"Host: 127.0.0.1\r\nContent-Length: 99999999999\r\n", b"413"),
+    (b"Host: evil.example:80\r\nContent-Length: 0\r\n", b"421"),
+])
+def test_the_served_model_answers_bad_requests(headers: bytes, status: bytes) -> None:
+    async def main() -> None:
+        async with served_path() as (server, path):
+            request = f"POST {path} HTTP/1.1\r\n".encode() + headers + b"Authorization: Bearer sk-test\r\nConnection: close\r\n\r\n"
+            answer = await anyio.to_thread.run_sync(_raw, server.port, request)
+            assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
+
+    anyio.run(main)
+
+
+def test_the_served_model_answers_a_deep_body_with_400() -> None:
+    body = b"[" * 100_000
+
+    async def main() -> None:
+        async with served_path() as (server, path):
+            request = (f"POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer sk-test\r\n"
+                       f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+            answer = await anyio.to_thread.run_sync(_raw, server.port, request)
+            assert answer.startswith(b"HTTP/1.1 400") and b"nested too deeply" in answer
+
+    anyio.run(main)
+
+
+def test_model_script_nested_too_deeply_is_a_script_error(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    with pytest.raises(ScriptError, match="nested too deeply"):
+        load_script(tmp_path / "deep.json")
+
+
+def test_the_served_model_on_ipv6_loopback_and_never_elsewhere() -> None:
+    import socket
+
+    with pytest.raises(ValueError, match="loopback"):
+        ModelHost(host="0.0.0.0")
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+
+    async def main() -> None:
+        try:
+            cm = served_path("::1")
+            server, path = await cm.__aenter__()
+        except OSError as exc:  # the address family exists but ::1 is not configured
+            pytest.skip(f"cannot bind ::1 here ({exc.strerror})")
+        try:
+            url = f"http://[::1]:{server.port}{path.removesuffix('/chat/completions')}"
+            async with httpx.AsyncClient(trust_env=False, timeout=10) as client:
+                assert (await client.get(url + "/models", headers={"authorization": "Bearer sk-test"})).status_code == 200
+        finally:
+            await cm.__aexit__(None, None, None)
+
+    anyio.run(main)

@@ -342,6 +342,8 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise BookError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise BookError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BookError(f"{path} is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise BookError(f"{path}: expected a JSON object")
     return data
@@ -397,6 +399,16 @@ def load_report_file(path: Path) -> dict[str, Any]:
     data = _read_json(path)
     if "requirements" not in data or "kernel" not in data:
         raise BookError(f"{path} is not an akc report (no 'kernel' and 'requirements')")
+    from pydantic import ValidationError
+
+    from conformance.report.model import Report
+
+    try:
+        Report.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        raise BookError(f"{path} is not a valid akc report: field {loc}: {err.get('msg')}") from None
     return data
 
 

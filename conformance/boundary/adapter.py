@@ -166,9 +166,8 @@ class AdapterInfo(_Model):
         if isinstance(value, (list, tuple)):
             unknown = [c for c in value if c not in CAPABILITIES]
             if unknown:
-                raise ValueError(
-                    f"unknown capability {', '.join(repr(c) for c in unknown)}; the known ones are {', '.join(CAPABILITIES)}"
-                )
+                shown = ", ".join(repr(c)[:80] for c in unknown[:5]) + (f", … ({len(unknown)} in all)" if len(unknown) > 5 else "")
+                raise ValueError(f"unknown capability {shown}; the known ones are {', '.join(CAPABILITIES)}")
         return value
 
 

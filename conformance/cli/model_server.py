@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
     def model_server(
         script: Annotated[Path, typer.Option("--script", help="model script: a JSON list of responses, a model or a scenario")],
         port: Annotated[int, typer.Option("--port", help="port on 127.0.0.1 (0: any free port)")] = 0,
-        host: Annotated[str, typer.Option("--host", help="loopback address to bind")] = "127.0.0.1",
+        host: Annotated[str, typer.Option("--host", help="loopback address to bind (127.0.0.1, ::1)")] = "127.0.0.1",
         record: Annotated[Path | None, typer.Option("--record", help="append every model request here as JSON lines")] = None,
         api_key: Annotated[str, typer.Option("--api-key", help="the key clients must send")] = DEFAULT_KEY,
     ) -> None:
@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         import anyio
 
         from conformance.httpmodel import ScriptError, load_script
-        from conformance.httpmodel.host import HttpModel
+        from conformance.httpmodel.host import HttpModel, is_loopback
         from conformance.httpmodel.standalone import serve
 
         try:
@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
         except ScriptError as exc:
             typer.echo(f"akc model-server: {exc}", err=True)
             raise typer.Exit(2) from None
-        if host not in ("127.0.0.1", "localhost"):
+        if not is_loopback(host):
             typer.echo(f"akc model-server: --host: {host!r} is not a loopback address", err=True)
             raise typer.Exit(2)
         if record is not None:
@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
                        f"API key: {api_key}\nserving {len(model.responses)} scripted response(s) as {model.name!r}; Ctrl-C stops", err=True)
 
         try:
-            anyio.run(lambda: serve(model, port=port, record=record, api_key=api_key, ready=ready))
+            anyio.run(lambda: serve(model, host=host, port=port, record=record, api_key=api_key, ready=ready))
         except KeyboardInterrupt:
             pass
         except OSError as exc:

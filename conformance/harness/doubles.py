@@ -334,7 +334,8 @@ class HarnessDoubles:
         return self.log.last_activity
 
     def touch(self) -> None:
-        """The kernel showed a sign of life the log does not record (a wire message)."""
+        """The kernel did something for the scenario the log does not record (it consumed a
+        chunk of a model stream). Never a wire message as such: chatter is not progress."""
         self.log.last_activity = time.monotonic()
 
     @property
@@ -451,6 +452,7 @@ class HarnessDoubles:
             for chunk in text_chunks + rest:
                 sent.append(chunk)
                 yield chunk
+                self.touch()  # the kernel consumed it and asked for the next
             complete = True
         finally:
             self._in_flight.pop(key, None)

@@ -123,6 +123,8 @@ class AkcState:
     smoke: bool = False
     #: Consecutive hung / restarted scenarios, and why the run was stopped (the circuit breaker).
     hangs_in_a_row: int = 0
+    #: How the kernel was lost in those scenarios (``lost_how``).
+    lost_how: set[str] = field(default_factory=set)
     stopped: str | None = None
     #: Model calls the scenarios run so far scripted, and the model requests that reached the
     #: harness (a kernel whose model calls never arrive is not wired to the harness's model).
@@ -200,12 +202,16 @@ class AkcState:
         self._tally_model_calls(run)
         if getattr(run, "timed_out", False) or getattr(run, "lost_kernel", False):
             self.hangs_in_a_row += 1
+            self.lost_how.add(lost_how(run))
         else:
             self.hangs_in_a_row = 0
+            self.lost_how = set()
         if self.max_hangs and self.hangs_in_a_row >= self.max_hangs and self.stopped is None:
+            how = sorted(self.lost_how)
             self.stopped = (
-                f"stopped after {self.hangs_in_a_row} consecutive scenarios in which the kernel hung or its "
-                f"process died (circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
+                f"stopped after {self.hangs_in_a_row} consecutive scenarios in which the kernel "
+                f"{', '.join(how[:-1]) + ' or ' + how[-1] if len(how) > 1 else how[0]} "
+                f"(circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
             )
 
     def _tally_model_calls(self, run: Any) -> None:
@@ -242,6 +248,17 @@ class AkcState:
 UNREACHED = "model requests reached the harness"
 
 
+def lost_how(run: Any) -> str:
+    """How a scenario lost the kernel, for the circuit breaker's message: it hung, its process
+    died, or it broke the protocol (its connection was dropped: invalid UTF-8, a wrong seq…)."""
+    if getattr(run, "timed_out", False):
+        return "hung"
+    error = getattr(run, "error", None) or ""
+    if "the kernel process " in error or "event loop had stopped" in error:
+        return "died"
+    return "broke the protocol" if "WireError" in error else "was lost"
+
+
 def take_strays(state: AkcState, adapter: Any) -> None:
     """Messages a stdio kernel sent for a scenario that had already ended: an ``error`` of *that*
     scenario's check (it may have finished long ago: verdicts are computed at the end)."""
@@ -267,6 +284,25 @@ def take_http_strays(state: AkcState, host: Any) -> None:
             check.worsen("error", message)
         else:
             state.collect_errors.append(message)
+
+
+def charge(req_id: str, message: str) -> None:
+    """Charge a fault that names its requirement to that requirement, whatever scenario saw it
+    (blame follows the fault, not the clock): a failing check of ``req_id`` under the running
+    item's feature and scenario. Reported even when ``--req`` did not select ``req_id``."""
+    from conformance.report.verdicts import Check
+
+    state = current_state()
+    seen = state.checks.get(state.current or "")
+    key = f"{state.current} (charged to {req_id})"
+    check = state.checks.get(key)
+    if check is None:
+        check = state.checks[key] = Check(
+            [req_id], seen.feature if seen else "", seen.scenario if seen else "", profiles=list(state.profiles), charged=True,
+        )
+    selected = state.req_filter is None or req_id in state.req_filter
+    check.worsen("fail", f"seen in this scenario, charged to {req_id}: {message}"
+                 + ("" if selected else f" ({req_id} was not selected with --req; reported all the same)"))
 
 
 def _recording_runner(state: AkcState) -> PortalRunner:
@@ -1111,11 +1147,9 @@ def finish_run(session: pytest.Session, exitstatus: int) -> None:
         json_path=config.getoption("akc_json"),
         junit_path=config.getoption("akc_junit"),
         markdown_path=config.getoption("akc_markdown"),
+        expectations_path=config.getoption("akc_write_expectations", None),
+        previous=state.expectations,
     )
-    if config.getoption("akc_write_expectations", None):
-        from conformance.report.expectations import write as write_expectations
-
-        write_expectations(state.report, config.getoption("akc_write_expectations"), state.expectations)
 
 
 def finish_golden(state: AkcState) -> None:
@@ -1165,6 +1199,9 @@ def build_report(state: AkcState) -> Report:
     if state.smoke:  # a smoke run reports only what the smoke scenarios check
         covered = {i for c in state.checks.values() for i in c.requirement_ids}
         selected = sorted(covered & set(selected)) if selected is not None else sorted(covered)
+    charged = {i for c in state.checks.values() if getattr(c, "charged", False) for i in c.requirement_ids}
+    if selected is not None and charged - set(selected):  # a fault is reported under the requirement it names
+        selected = sorted(set(selected) | charged)
     verdicts = compute(
         state.catalog.requirements if state.catalog is not None else None,
         list(state.checks.values()),

@@ -10,9 +10,11 @@ the loop — the caller abandons that loop at once (it never waits on it again: 
 portal waits as long as the block) and the next scenario gets a fresh one. If the loop still beats,
 its own timeout fires; the caller waits a short grace for it, then abandons the loop anyway.
 
-A timeout is the kernel's hang only if it stopped making progress: when the doubles (or the wire)
-saw activity shortly before the time ran out, the kernel is slow, not hung, and the scenario is
-``incomplete`` ("raise with --timeout-scale"), never ``fail``.
+A timeout is the kernel's hang only if it stopped making progress: when the doubles saw it do
+something for the scenario shortly before the time ran out (a model request, a chunk consumed, a
+tool call, a hook dispatch, a journal write), the kernel is slow, not hung, and the scenario is
+``incomplete`` ("raise with --timeout-scale"), never ``fail``. Chatter is not progress: a wire
+message as such (a ``$/`` ping from a thread of a kernel deadlocked in its turn) counts for nothing.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def _describe_event(e: dict[str, Any]) -> str:
     if kind == "hook":
         return f"hook {e['hook_id']} at {e['point']}"
     if kind in ("tool_start", "tool_end"):
-        return f"{kind} {e['call_id']} ({e['name']})"
+        name = str(e["name"])
+        return f"{kind} {e['call_id']} ({name if len(name) <= 80 else name[:79] + '…'})"
     if kind in ("model_request", "model_response", "script_exhausted", "model_error"):
         return f"{kind} #{e['index']}"
     return kind

@@ -13,6 +13,10 @@ usage chunks are the same evidence as in process:
 * a request for a scenario that has ended is a stray: logged on that scenario (``http_stray``),
   kept in ``host.strays`` for the report, and answered 410 — never the next scenario's script.
 
+The edges are answered, never a traceback: a request whose ``Host`` is not loopback gets 421 (no
+DNS rebinding from a browser page), a malformed request or ``Content-Length`` 400, a body over
+64 MiB 413, a body nested too deeply 400.
+
 Routes (under ``/s/<token>``): ``POST /v1/messages`` and ``/v1/messages/count_tokens``
 (Anthropic), ``POST /v1/chat/completions`` (OpenAI Chat Completions), ``POST /v1/responses``
 (OpenAI Responses), ``GET /v1/models``. Every route wants the host's API key (``x-api-key`` or
@@ -21,6 +25,7 @@ Routes (under ``/s/<token>``): ``POST /v1/messages`` and ``/v1/messages/count_to
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
 from collections import OrderedDict
@@ -43,7 +48,25 @@ _MODULES: dict[str, Any] = {"anthropic": anthropic, "openai-chat": openai_chat, 
 _ROUTES = {"/messages": "anthropic", "/chat/completions": "openai-chat", "/responses": "openai-responses"}
 #: Ended scenarios remembered for stray requests.
 _ENDED_KEEP = 32
-_MAX_BODY = 64 * 1024 * 1024
+#: The largest request body read (a chat request with a long history is a few megabytes).
+MAX_BODY = 64 << 20
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(header: str) -> str:
+    """The host of a ``Host`` header (``[::1]:80`` → ``::1``, ``127.0.0.1:80`` → ``127.0.0.1``)."""
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 class HttpModel:
@@ -65,7 +88,8 @@ class HttpModel:
         itself, OpenAI's SDK wants the ``/v1`` in its base URL."""
         if dialect not in DIALECTS:
             raise ValueError(f"unknown dialect {dialect!r}; the served model speaks {', '.join(DIALECTS)}")
-        root = f"http://127.0.0.1:{self._host.port}/s/{self.token}"
+        address = f"[{self._host.host}]" if ":" in self._host.host else self._host.host
+        root = f"http://{address}:{self._host.port}/s/{self.token}"
         return root if dialect == "anthropic" else root + "/v1"
 
     def base_urls(self) -> dict[str, str]:
@@ -91,10 +115,17 @@ class _Dropped(Exception):
     """The client closed the connection."""
 
 
+class _TooLarge(Exception):
+    """A request body over MAX_BODY."""
+
+
 class ModelHost:
     """The loopback listener serving every scenario of one event loop (see the module doc)."""
 
-    def __init__(self, *, port: int = 0, api_key: str | None = None) -> None:
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, api_key: str | None = None) -> None:
+        if not is_loopback(host):
+            raise ValueError(f"model server: host {host!r} is not a loopback address")
+        self.host = "127.0.0.1" if host == "localhost" else host
         self.api_key = api_key or "akc-" + secrets.token_hex(12)
         self.port = port
         self._live: dict[str, Any] = {}
@@ -104,7 +135,7 @@ class ModelHost:
 
     async def serve(self, *, task_status: TaskStatus[ModelHost] = anyio.TASK_STATUS_IGNORED) -> None:
         """Listen until cancelled; ``await tg.start(host.serve)`` returns once it is bound."""
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self.port)
+        listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
         self.port = int(listener.extra(SocketAttribute.local_port))
         task_status.started(self)
         await listener.serve(self._connection)
@@ -132,11 +163,18 @@ class ModelHost:
     # ------------------------------------------------------------ HTTP
 
     async def _connection(self, stream: SocketStream) -> None:
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_BODY)
+        conn = h11.Connection(h11.SERVER)
         async with stream:
             try:
                 while True:
-                    got = await self._read(conn, stream)
+                    try:
+                        got = await self._read(conn, stream)
+                    except h11.RemoteProtocolError as exc:
+                        await self._refuse_raw(conn, stream, exc.error_status_hint, f"malformed request: {exc}")
+                        return
+                    except _TooLarge as exc:
+                        await self._refuse_raw(conn, stream, 413, str(exc))
+                        return
                     if got is None:
                         return
                     await self._respond(conn, stream, *got)
@@ -162,15 +200,26 @@ class ModelHost:
                 continue
             if isinstance(event, h11.Request):
                 request = event
+                length = dict(event.headers).get(b"content-length", b"0")
+                if length.isdigit() and int(length) > MAX_BODY:
+                    raise _TooLarge(f"request body of {int(length)} bytes is over the limit of {MAX_BODY}")
             elif isinstance(event, h11.Data):
                 body += event.data
-                if len(body) > _MAX_BODY:
-                    raise _Dropped
+                if len(body) > MAX_BODY:
+                    raise _TooLarge(f"request body is over the limit of {MAX_BODY} bytes")
             elif isinstance(event, h11.EndOfMessage):
                 assert request is not None
                 return request, bytes(body)
             elif isinstance(event, (h11.ConnectionClosed, h11.PAUSED)):
                 return None
+
+    async def _refuse_raw(self, conn: h11.Connection, stream: SocketStream, status: int, message: str) -> None:
+        """A 4xx for a request that could not be read (no dialect known yet: OpenAI's error shape)."""
+        if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            body = json.dumps(openai_chat.error_body(status, message)).encode()
+            headers = [("content-type", "application/json"), ("content-length", str(len(body))), ("connection", "close")]
+            await stream.send(conn.send(h11.Response(status_code=status, headers=headers)) + conn.send(h11.Data(data=body))
+                              + conn.send(h11.EndOfMessage()))
 
     @staticmethod
     async def _send_json(conn: h11.Connection, stream: SocketStream, status: int, body: JSON) -> None:
@@ -196,6 +245,11 @@ class ModelHost:
         async def refuse(status: int, message: str) -> None:
             await self._send_json(conn, stream, status, module.error_body(status, message))
 
+        headers = {k.decode().lower(): v.decode("latin-1") for k, v in request.headers}
+        if not is_loopback(_host_name(headers.get("host", ""))):
+            await refuse(421, f"Host {headers.get('host')!r} is not a loopback address")
+            return
+
         doubles = self._live.get(token)
         if doubles is None:
             ended = self._ended.get(token)
@@ -207,7 +261,6 @@ class ModelHost:
             self.strays.append((ended, what))
             await refuse(410, f"this scenario has ended; {what}")
             return
-        headers = {k.decode().lower(): v.decode("latin-1") for k, v in request.headers}
         key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
         if key != self.api_key:
             doubles.log.add("http_rejected", status=401, path=rest, message="wrong or missing API key")
@@ -232,9 +285,10 @@ class ModelHost:
                 await self._send_json(conn, stream, 200, module.count_tokens(parsed))
                 return
             suite_request = module.request(parsed)
-        except (ValueError, BadRequest) as exc:
-            doubles.log.add("http_rejected", status=400, path=rest, message=str(exc))
-            await refuse(400, f"{rest}: {exc}")
+        except (ValueError, BadRequest, RecursionError) as exc:
+            why = "request body is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            doubles.log.add("http_rejected", status=400, path=rest, message=why)
+            await refuse(400, f"{rest}: {why}")
             return
         doubles.http_model.used.add(dialect)
         await self._model_call(conn, stream, doubles, module, parsed, suite_request, _turn(headers.get(TURN_HEADER)))

@@ -35,6 +35,8 @@ def load_script(source: str | Path | list[Any] | JSON, *, where: str | None = No
             raise ScriptError(f"model script {where}: cannot read it ({exc.strerror or exc})") from None
         except ValueError as exc:
             raise ScriptError(f"model script {where}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise ScriptError(f"model script {where}: nested too deeply") from None
     else:
         data, where = source, where or "(inline)"
     try:
@@ -48,4 +50,6 @@ def load_script(source: str | Path | list[Any] | JSON, *, where: str | None = No
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
         raise ScriptError(f"model script {where}: {loc}: {err.get('msg')}") from None
+    except RecursionError:
+        raise ScriptError(f"model script {where}: nested too deeply") from None
     raise ScriptError(f"model script {where}: expected a list of responses, a model or a scenario")

@@ -35,7 +35,8 @@ def _recording(doubles: HarnessDoubles, record: Path) -> None:
 
 
 async def serve(
-    model: ModelDef, *, port: int = 0, record: Path | None = None, api_key: str | None = None, ready: Callable[[HttpModel], None]
+    model: ModelDef, *, host: str = "127.0.0.1", port: int = 0, record: Path | None = None, api_key: str | None = None,
+    ready: Callable[[HttpModel], None],
 ) -> None:
     """Serve ``model`` until cancelled; ``ready`` gets the served model once it listens."""
     doubles = HarnessDoubles(Scenario(name="model-server", profile="kernel", model=model))
@@ -43,5 +44,5 @@ async def serve(
         record.write_text("", encoding="utf-8")
         _recording(doubles, record)
     async with anyio.create_task_group() as tg:
-        host = await tg.start(ModelHost(port=port, api_key=api_key).serve)
+        host = await tg.start(ModelHost(host=host, port=port, api_key=api_key).serve)
         ready(host.open(doubles))

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
+from conformance.report.escape import terminal as _safe
 from conformance.report.model import Report, RequirementResult, explanation, failing_check, summary_line
 
 _STYLE = {
@@ -58,7 +59,7 @@ def _key(r: RequirementResult) -> str:
         return r.message
     check = failing_check(r) if r.verdict not in ("not-offered", "not-applicable") else None
     message = (check.message if check is not None and check.outcome != "pass" else None) or r.message or r.verdict
-    return re.sub(r" \(at step: .*\)$", "", message)
+    return _safe(re.sub(r" \(at step: .*\)$", "", message))
 
 
 def _label(r: RequirementResult) -> str:
@@ -98,7 +99,7 @@ def rows(report: Report, *, all_rows: bool = False) -> tuple[list[Row], int]:
             out.append(Row(_label(r), style, "/".join(levels),
                            _ids([g.id for g in group]), f"the same {kind} in {len(group)} requirements: {key[1]}"))
             continue
-        out.append(Row(_label(r), style, r.level, r.id, "" if r.verdict == "pass" else explanation(r)))
+        out.append(Row(_label(r), style, r.level, r.id, "" if r.verdict == "pass" else _safe(explanation(r))))
     return out, hidden
 
 
@@ -124,7 +125,7 @@ def _tail(report: Report, hidden: int) -> list[str]:
             lines.append(f"  not checked in this run (other profile, --req or --smoke): {_ids(exp.not_run)}")
         if exp.catalog_version and report.suite.catalog_version and exp.catalog_version != report.suite.catalog_version:
             lines.append(f"  written for catalog {exp.catalog_version}; this suite's catalog is {report.suite.catalog_version}")
-    return lines
+    return [_safe(line) for line in lines]
 
 
 def render_text(report: Report, *, all_rows: bool = False) -> str:
@@ -141,7 +142,7 @@ def render_text(report: Report, *, all_rows: bool = False) -> str:
             else:
                 lines.append(f"{r.verdict:<{w_verdict}}  {r.level:<{w_level}}  {r.ids:<10} {r.why}".rstrip())
     lines += _tail(report, hidden)
-    lines += [LEGEND, summary_line(report), NEXT]
+    lines += [LEGEND, _safe(summary_line(report)), NEXT]
     return "\n".join(lines) + "\n"
 
 
@@ -176,5 +177,5 @@ def print_report(report: Report, *, all_rows: bool = False, file: TextIO | None 
         console.print(escape(line), highlight=False)
     console.print(f"[dim]{escape(LEGEND)}[/]", highlight=False)
     style = "green" if report.exit_code == 0 else "red" if report.exit_code == 1 else "yellow"
-    console.print(f"[{style}]{escape(summary_line(report))}[/]", highlight=False)
+    console.print(f"[{style}]{escape(_safe(summary_line(report)))}[/]", highlight=False)
     console.print(escape(NEXT), highlight=False)

@@ -61,6 +61,9 @@ class Check:
     #: A ``fail`` whose failure named the requirement(s) it judges: only those of
     #: ``requirement_ids`` fail, the others are blocked by them. Empty: all of them fail.
     subject: list[str] = field(default_factory=list)
+    #: A fault another scenario saw, charged to the requirement it names (``plugin.charge``):
+    #: reported under that requirement even when ``--req`` did not select it.
+    charged: bool = False
 
     def worsen(
         self, outcome: str, message: str | None, *, blocked_by: Sequence[str] = (), subject: Sequence[str] = ()

@@ -88,18 +88,30 @@ def _json(text: str, what: str) -> Any:
         raise HarnessError(f"{what}: invalid JSON in the feature file ({exc}): {text!r}") from None
 
 
-def not_offered(run: Any) -> None:
+#: The requirement a call of a tool no scenario offered breaks, whatever scenario was running.
+TOOL_NEVER_OFFERED = "TOOL-004"
+
+
+def not_offered(run: Any, requirement_ids: list[str] | None = None) -> None:
     """A tool call the model never asked for, of a tool the scenario never offered, is the
-    kernel's failure (TOOL-004: each call runs the tool registered under the name the model called)."""
+    kernel's failure of TOOL-004 (each call runs the tool registered under the name the model
+    called). Blame follows the fault: in a scenario of TOOL-004 it fails the check; in any other
+    scenario it is charged to TOOL-004 (:func:`conformance.harness.plugin.charge`) and this
+    scenario, whose situation the stray call spoilt, is blocked by it."""
     asked = {c.name for r in run.scenario.model.responses for c in r.tool_calls}
     offered = {t.name for t in run.scenario.tools}
     for e in run.log:
         if e["kind"] == "unknown_tool" and e.get("name") not in asked | offered:
-            raise ConformanceFailure(
+            what = (
                 f"the kernel invoked the tool {e.get('name')!r} (call {e.get('call_id')}), which the scenario never offered "
-                "and the model never asked for (TOOL-004: each call runs the tool registered under the name the model called)",
-                raw=True,
+                f"and the model never asked for ({TOOL_NEVER_OFFERED}: each call runs the tool registered under the name the model called)"
             )
+            if not requirement_ids or TOOL_NEVER_OFFERED in requirement_ids:
+                raise ConformanceFailure(what, raw=True)
+            from conformance.harness.plugin import charge
+
+            charge(TOOL_NEVER_OFFERED, what)
+            raise Blocked(by=TOOL_NEVER_OFFERED, reason=what)
 
 
 class ScenarioContext:
@@ -224,7 +236,7 @@ class ScenarioContext:
             raise AdapterError(run.error)
         if run.timed_out:
             raise ConformanceFailure(run.diagnostic or "the kernel hung", raw=True)
-        not_offered(run)
+        not_offered(run, self.requirement_ids)
         for e in self.events("rendezvous_timeout"):
             others = " and ".join(e["missing"])
             raise ConformanceFailure(

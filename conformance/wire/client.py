@@ -137,8 +137,9 @@ class _Run:
         during = f"scenario {self.scenario.name!r}"
         async with anyio.create_task_group() as tg:
             while True:
+                # No message counts as progress by itself ("$/" pings from a thread of a kernel
+                # deadlocked in its turn included): only what the doubles see it do does.
                 msg = await conn.receive(during)
-                self.doubles.touch()
                 method = msg.get("method")
                 if method is not None:
                     if isinstance(method, str) and method.startswith("$/") and method != "$/cancel" and "id" not in msg:
@@ -305,9 +306,12 @@ class StdioAdapter:
         return self._seq
 
     def pending_output(self) -> str | None:
-        """Bytes the kernel wrote without a newline (for the hang diagnostic)."""
+        """Bytes the kernel wrote without a newline, writes to its stdin it did not take (for
+        the hang diagnostic)."""
         conn = self._conn
-        return conn.pending() if conn is not None and conn.stdout is not None else None
+        if conn is None or conn.stdout is None:
+            return None
+        return "; ".join(filter(None, (conn.pending(), conn.stdin_stalled()))) or None
 
     def take_strays(self) -> list[tuple[int, str]]:
         out, self.strays = self.strays, []

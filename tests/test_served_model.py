@@ -193,7 +193,7 @@ def test_count_tokens_models_and_the_refusals() -> None:
 def _raw_post(port: int, path: str, key: str, body: dict[str, Any]) -> bytes:
     data = json.dumps(body).encode()
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nx-api-key: {key}\r\ncontent-type: application/json\r\n"
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: {key}\r\ncontent-type: application/json\r\n"
                   f"content-length: {len(data)}\r\nconnection: close\r\n\r\n".encode() + data)
         out = b""
         while chunk := s.recv(65536):

@@ -133,6 +133,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+#: The model APIs the harness serves its model double in (``conformance.httpmodel``).
+Dialect = Literal["anthropic", "openai-chat", "openai-responses"]
+
+
 class AdapterInfo(_Model):
     name: str
     version: str
@@ -151,6 +155,11 @@ class AdapterInfo(_Model):
     #: ``absent``, and a requirement depending on a mechanism that is not ``native`` cannot pass
     #: (``conformance.report.verdicts.mechanism_verdict``).
     mechanisms: dict[str, Mechanism] = Field(default_factory=dict)
+    #: The model API(s) the kernel calls over HTTP (``docs/http-kernels.md``): it takes its model
+    #: from ``doubles.http_model.base_url(dialect)`` (in process) or the run request's
+    #: ``http_model`` (stdio), not from ``doubles.model_stream``. Empty: the kernel takes the model
+    #: double directly. The first one listed is the kernel's own; the report names those used.
+    dialects: list[Dialect] = Field(default_factory=list)
 
     @field_validator("capabilities", mode="before")
     @classmethod

@@ -5,7 +5,7 @@ Everything they see goes into ONE ordered observation log (a list of dicts, each
 ``seq``), so a check can ask "what happened, in what order" without trusting the kernel. The
 event kinds and their fields:
 
-* ``model_request`` (index, request, turn; ``request["messages"]`` is a read-only
+* ``model_request`` (index, request, turn, and ``dialect`` for a call over HTTP; ``request["messages"]`` is a read-only
   :class:`LoggedMessages`, list-like) / ``model_response`` (index, chunks) /
   ``model_error`` (index, status, message, error_kind) / ``script_exhausted`` (index)
 * ``tool_start`` (call_id, name, args, turn) / ``tool_end`` (call_id, name, args, turn, result
@@ -26,6 +26,9 @@ event kinds and their fields:
   ``run_user_messages``); ``submission_timeout`` (call_id, message): a held call gave up waiting
 * ``journal_write`` (op, record, turn): a write the kernel made to its journal, as its adapter
   reported it (``Doubles.journal_write``)
+* ``http_rejected`` (status, path, message): the served model (``conformance.httpmodel.host``)
+  refused a request it could not take as a model call (wrong key, unreadable body) /
+  ``http_stray`` (method, path): a request that came after its scenario had ended
 
 Model responses that must be cancelled (``block_until_cancelled``, or the call a
 ``CancelAt(at="model_call")`` names) stream their *text* chunks (``chunks`` of them), then — for a
@@ -302,6 +305,9 @@ class HarnessDoubles:
         self._tools: dict[str, ToolDef] = {t.name: t for t in scenario.tools}
         self._hooks = {h.id: h for h in scenario.hooks}
         self._model_calls = 0
+        #: This scenario's model served over HTTP (``conformance.httpmodel.host.HttpModel``:
+        #: ``base_url(dialect)``, ``api_key``), set by the harness before the adapter runs.
+        self.http_model: Any = None
         self._message_memo: dict[int, tuple[Any, Any]] = {}
         #: The copies of every model request's messages, by position (``_snapshot_request``).
         self._positions = _Positions()
@@ -372,6 +378,11 @@ class HarnessDoubles:
     def model_calls(self) -> int:
         return self._model_calls
 
+    @property
+    def scripted_calls(self) -> int:
+        """Model calls the scenario's script covers (``repeat`` unrolled)."""
+        return len(self._script)
+
     # ----------------------------------------------------------------- cancellation
 
     async def _cancel(self, where: dict[str, Any]) -> None:
@@ -392,11 +403,14 @@ class HarnessDoubles:
 
     # ----------------------------------------------------------------- model
 
-    def model_stream(self, request: JSON, turn: JSON) -> AsyncIterator[JSON]:
-        """The scripted model: one response per call, in script order."""
+    def model_stream(self, request: JSON, turn: JSON, *, dialect: str | None = None) -> AsyncIterator[JSON]:
+        """The scripted model: one response per call, in script order. ``dialect``: the call came
+        over HTTP in that dialect (``conformance.httpmodel``); the log says so, for the checks
+        that judge what a dialect cannot carry."""
         index = self._model_calls
         self._model_calls += 1
-        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn))
+        extra = {"dialect": dialect} if dialect is not None else {}
+        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn), **extra)
         self._activity(turn)
         return self._stream(index)
 

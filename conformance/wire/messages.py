@@ -125,9 +125,19 @@ class StartResult(_Strict):
     info: AdapterInfo
 
 
+class HttpModelParams(_Strict):
+    """The scenario's model served over HTTP (docs/http-kernels.md): the base URL per dialect
+    (``anthropic``, ``openai-chat``, ``openai-responses``) and the API key to send."""
+
+    base_urls: dict[str, str]
+    api_key: str
+
+
 class RunParams(_Strict):
     seq: int
     scenario: Scenario
+    #: For a kernel that calls its model over HTTP instead of ``model.complete``.
+    http_model: HttpModelParams | None = None
 
 
 class RunOk(_Strict):

@@ -110,6 +110,8 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
                 "area": book.area_of(req.id),
                 "check": check,
                 "message": message,
+                # why the FAIL holds, with its citation in the framework's source (or unconfirmed)
+                "cause": result.get("fail_cause") if verdict == "fail" else None,
                 "timeline": timeline.build(trace) if isinstance(trace, dict) else None,
             }
         )

@@ -373,5 +373,6 @@ def test_step_vocabulary_against_the_fake_kernel() -> None:
     assert got["LOOP-001"] == ("fail", 'model calls: expected 5 / observed 1 (at step: Then the model was called 5 times)')
     assert got["LOOP-002"][0] == "error" and "Step definition is not found" in got["LOOP-002"][1]
     assert got["STOP-004"] == ("pass", None)
-    assert got["CONC-002"][0] == "fail" and "calls x1 and never did not run concurrently" in got["CONC-002"][1]
+    # a failed "must meet" is concurrency's subject (CONC-001): a CONC-002 check is blocked by it
+    assert got["CONC-002"][0] == "blocked" and "blocked by CONC-001: calls x1 and never did not run concurrently" in got["CONC-002"][1]
     assert code == report.exit_code == 1

@@ -24,7 +24,16 @@ TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
 
 #: How each verdict reads in a cell, and its CSS class.
-VERDICT_LABEL = {"pass": "pass", "fail": "FAIL", "not-offered": "not offered", "incomplete": "incomplete", "error": "error", None: "—"}
+VERDICT_LABEL = {
+    "pass": "pass",
+    "fail": "FAIL",
+    "not-offered": "not offered",
+    "not-applicable": "not applicable",
+    "blocked": "blocked",
+    "incomplete": "incomplete",
+    "error": "error",
+    None: "—",
+}
 
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
@@ -102,6 +111,8 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
         bad = [c for c in checks if c.get("outcome") not in ("pass",)]
         check = next((c for c in bad if c.get("outcome") == verdict), bad[0] if bad else None)
         message = (check or {}).get("message") or result.get("message")
+        if verdict in ("blocked", "not-applicable") and result.get("message"):
+            message = result["message"]  # what blocks it (and over how many checks), or why it does not apply
         trace = (check or {}).get("trace")
         out.append(
             {
@@ -112,6 +123,7 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
                 "message": message,
                 # why the FAIL holds, with its citation in the framework's source (or unconfirmed)
                 "cause": result.get("fail_cause") if verdict == "fail" else None,
+                "blocked_by": result.get("blocked_by") or kernel.blocked_by.get(req.id) or [],
                 "timeline": timeline.build(trace) if isinstance(trace, dict) else None,
             }
         )

@@ -26,8 +26,8 @@ from conformance.report.verdicts import EXIT_FAILED, exit_code
 
 FORMAT = 1
 #: Verdicts an entry may list ("pass" only beside another one: a result known to vary).
-LISTABLE = ("fail", "error", "incomplete", "pass")
-NOT_PASSING = ("fail", "error", "incomplete")
+LISTABLE = ("fail", "error", "blocked", "incomplete", "pass")
+NOT_PASSING = ("fail", "error", "blocked", "incomplete")
 _ID = re.compile(r"^[A-Z]+-\d{3}$")
 
 
@@ -140,8 +140,9 @@ _HEADER = """\
 # when every requirement that does not pass is listed here with its verdict, 1 on a new failure,
 # and reports an entry whose requirement now passes as stale (exit 1 with --strict): delete it.
 # One [expected.ID] table per requirement (`akc show ID` explains it). `verdict` is one of
-# "fail", "error", "incomplete", or a list when the result is known to vary, e.g.
+# "fail", "error", "blocked", "incomplete", or a list when the result is known to vary, e.g.
 # ["fail", "pass"]. `reason` is free text for the reader; akc does not compare it.
+# not-applicable requirements never affect the exit code: they are recorded as comments only.
 """
 
 
@@ -176,6 +177,10 @@ def render(report: Report, previous: Expectations | None = None) -> str:
         else:
             verdict, reason = _toml_string(req.verdict), one_line(explanation(req))
         lines += ["", f"[expected.{req.id}]", f"verdict = {verdict}", f"reason = {_toml_string(reason)}"]
+    inapplicable = [r for r in report.requirements if r.verdict == "not-applicable"]
+    if inapplicable:
+        lines += ["", "# not-applicable (no entry needed; listed so a change shows in review):"]
+        lines += [f"#   {r.id}: {one_line(r.message or '', 120)}" for r in inapplicable]
     return "\n".join(lines) + "\n"
 
 

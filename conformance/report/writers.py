@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from conformance.report.model import VERDICTS, Report, RequirementResult, explanation, short_title, summary_line
+from conformance.report.model import UNPROVEN, VERDICTS, Report, RequirementResult, explanation, short_title, summary_line
 
 def _mode_for(target: Path) -> int:
     """An existing file keeps its mode; a new one gets what ``open`` would give (0666 less the umask)."""
@@ -48,7 +48,9 @@ def to_json(report: Report) -> str:
 def to_junit(report: Report) -> str:
     """One testcase per requirement (classname = its area, name = "ID short title"), one per
     harness error and per untestable requirement; the suite's counts are those of its testcases.
-    An expected failure (``--expect``) is a skipped testcase saying so, as pytest writes an xfail."""
+    An expected failure (``--expect``) is a skipped testcase saying so, as pytest writes an xfail.
+    ``blocked`` and ``not-applicable`` are skipped testcases whose message says which requirement
+    blocks them or why they do not apply: never a passed testcase, never this one's failure."""
     suite = ET.Element("testsuite", name=f"akc {report.kernel.name} {report.kernel.version}")
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="suite_version", value=report.suite.version)
@@ -82,6 +84,11 @@ def to_junit(report: Report) -> str:
             el = case(area, name, "skipped", f"not offered: {message}")
         elif req.verdict == "incomplete":
             el = case(area, name, "skipped", f"incomplete: {message}")
+        elif req.verdict == "blocked":
+            # not a pass and not this requirement's failure: CI shows it skipped, with its blocker
+            el = case(area, name, "skipped", message if message.startswith("blocked by") else f"blocked: {message}", _details(req))
+        elif req.verdict == "not-applicable":
+            el = case(area, name, "skipped", message)
         else:
             el = case(area, name)
         if req.statement:
@@ -121,7 +128,7 @@ def to_markdown(report: Report) -> str:
         "| --- | --- |",
     ]
     lines += [f"| {v} | {report.summary.get(v, 0)} |" for v in VERDICTS]
-    bad = [r for r in report.requirements if r.verdict in ("fail", "error", "incomplete") and not r.expected]
+    bad = [r for r in report.requirements if r.verdict in ("fail", *UNPROVEN) and not r.expected]
     if bad:
         lines += ["", "### Requirements not passing", "", "| id | level | verdict | why |", "| --- | --- | --- | --- |"]
         lines += [f"| {r.id} | {r.level} | {r.verdict} | {_md_cell(explanation(r))} |" for r in bad]
@@ -137,6 +144,9 @@ def to_markdown(report: Report) -> str:
     offered = [r.id for r in report.requirements if r.verdict == "not-offered"]
     if offered:
         lines += ["", f"Not offered: {', '.join(offered)}"]
+    inapplicable = [r for r in report.requirements if r.verdict == "not-applicable"]
+    if inapplicable:
+        lines += ["", "Not applicable: " + "; ".join(f"{r.id} ({_md_cell(r.message or '')})" for r in inapplicable)]
     return "\n".join(lines) + "\n"
 
 

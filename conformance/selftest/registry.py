@@ -39,6 +39,11 @@ class Entry:
     #: How many times the mutant is certified (concurrency and cancellation mutants run several
     #: times: a check that catches its mutant only sometimes fails the self-test).
     runs: int = 1
+    #: A single-fault mutant (one fault, one verdict, issue 22): run on the full suite, it must fail
+    #: one of ``killed_by`` (the requirements that name its fault) and leave every other requirement
+    #: ``pass`` or ``blocked`` (or not offered / not applicable): a fail, error or incomplete
+    #: elsewhere is the suite counting one fault twice, a self-test failure.
+    single_fault: bool = False
 
     @property
     def spec(self) -> str:
@@ -69,7 +74,7 @@ STABILITY_RUNS = 3
 
 
 def _add(entry: Entry) -> Entry:
-    if entry.kind == "mutant" and entry.runs == 1:
+    if entry.kind == "mutant" and entry.runs == 1 and not entry.single_fault:  # a full-suite run is paid once
         ids = set(entry.killed_by)
         if ids & RACY_REQUIREMENTS or {i.split("-", 1)[0] for i in ids} & RACY_AREAS:
             entry = replace(entry, runs=STABILITY_RUNS)
@@ -112,6 +117,14 @@ def add_mutant(target: type, name: str, violates: list[str], description: str, *
     the one it is listed under); used for the blind round's mutants, which keep their names."""
     make, face = _maker(target, "mutant", name, adapter_kwargs)
     return _add(Entry("mutant", name, target.__module__, profile or face, description, violates[0], (), make, tuple(violates[1:])))
+
+
+def add_single_fault(target: type, name: str, names_fault: list[str], description: str) -> Entry:
+    """Register a single-fault mutant: ``names_fault`` are the requirements that name its fault
+    (the first is the one it is listed under); every other requirement must pass or be blocked."""
+    make, face = _maker(target, "mutant", name, {})
+    entry = Entry("mutant", name, target.__module__, face, description, names_fault[0], (), make, tuple(names_fault[1:]), single_fault=True)
+    return _add(entry)
 
 
 def variant(*, profile: str | None = None, **adapter_kwargs: Any) -> Callable[[type], type]:

@@ -86,12 +86,15 @@ class Row:
 
     @property
     def ok(self) -> bool:
-        """Mutant: killed by its own requirement. Variant: passes everything."""
+        """Mutant: killed by its own requirement (a single-fault one failing nothing else).
+        Variant: passes everything."""
         if self.entry.kind == "mutant":
-            return self.killed
+            return self.killed and not (self.entry.single_fault and self.others)
         return self.result.exit_code == 0 and self.result.error is None
 
     def _kills(self, verdicts: dict[str, str]) -> bool:
+        """Only a ``fail`` of a requirement it violates kills it: ``blocked`` (its check could not
+        get past another requirement's subject) and ``incomplete`` never do."""
         if self.entry.passes_nothing:
             return bool(verdicts) and "pass" not in verdicts.values()
         return any(verdicts.get(rid) == "fail" for rid in self.entry.killed_by)
@@ -116,12 +119,18 @@ class Row:
 
     @property
     def failed(self) -> list[str]:
-        return sorted(r for r, v in self.result.verdicts.items() if v in ("fail", "error", "incomplete"))
+        """Requirements that did not pass (blocked ones included: a variant must pass them all)."""
+        return sorted(r for r, v in self.result.verdicts.items() if v in ("fail", "blocked", "error", "incomplete"))
+
+    @property
+    def blocked(self) -> list[str]:
+        return sorted(r for r, v in self.result.verdicts.items() if v == "blocked")
 
     @property
     def others(self) -> list[str]:
-        """Failing requirements besides the ones the mutant violates."""
-        return [r for r in self.failed if r not in self.entry.killed_by]
+        """Failing requirements besides the ones the mutant violates (a blocked one is not failing:
+        one fault, one verdict)."""
+        return [r for r in self.failed if r not in self.entry.killed_by and r not in self.blocked]
 
     @property
     def unexpected(self) -> list[str]:
@@ -146,8 +155,8 @@ class Matrix:
 
     @property
     def ok(self) -> bool:
-        """Every mutant killed, every variant passing, and every gating requirement covered by a
-        mutant that is killed."""
+        """Every mutant killed (a single-fault one failing nothing but its fault), every variant
+        passing, and every gating requirement covered by a mutant that is killed."""
         return all(r.ok for r in self.rows) and not self.uncovered
 
     @property
@@ -192,6 +201,7 @@ class Matrix:
                     "wrongly_passed": r.passed if r.entry.passes_nothing else [],
                     "description": r.entry.description, "killed": r.killed, "verdict": r.result.verdicts.get(r.entry.breaks or ""),
                     "exit_code": r.result.exit_code, "also_failed": r.others, "unexpected": r.unexpected,
+                    "single_fault": r.entry.single_fault, "ok": r.ok, "blocked": r.blocked,
                     "requirements_run": r.job.reqs, "duration_s": round(r.result.duration_s, 2), "error": r.result.error,
                 }
                 for r in self.mutants
@@ -246,7 +256,7 @@ SCOPES = ("target", "area", "full")
 
 
 def job_for(entry: Entry, scope: str = "target") -> Job:
-    if entry.kind == "variant" or scope == "full" or entry.passes_nothing:
+    if entry.kind == "variant" or scope == "full" or entry.passes_nothing or entry.single_fault:
         return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs)
     profile = entry.profile or "kernel"
     reqs = [*entry.killed_by, *entry.also_expected]
@@ -388,12 +398,16 @@ def render(matrix: Matrix, *, verbose: bool = False) -> str:
     lines = ["MUTANTS (breaks -> killed?; other requirements failed)"]
     for r in matrix.mutants:
         mark = "killed  " if r.killed else "UNSTABLE" if r.unstable else "SURVIVED"
+        if r.killed and not r.ok:
+            mark = "COUNTED+"  # single fault counted more than once: the others are listed
         verdict = r.result.verdicts.get(r.entry.breaks or "", "not run")
         if r.entry.passes_nothing:
             passed = f"  wrongly passed: {', '.join(r.passed)}" if r.passed else ""
             lines.append(f"  {mark} {'(nothing)':<11} {'both':<11} {r.entry.name} (passes nothing?){passed}")
             continue
         extra = f"  also: {', '.join(r.others)}" if r.others else ""
+        if r.entry.single_fault:
+            extra += f"  (single fault, full suite; {len(r.blocked)} blocked)"
         err = f"  [{r.result.error}]" if r.result.error else ""
         lines.append(f"  {mark} {r.entry.breaks:<11} {r.entry.profile or '':<11} {r.entry.name} ({verdict}, exit {r.result.exit_code}){extra}{err}")
         if verbose:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
 from pytest_bdd import given, parsers, then, when
 
 from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
+from conformance.catalog.mechanisms import blocker_for_missing_point
 from conformance.errors import (
     AdapterError,
+    Blocked,
     ConformanceFailure,
     HarnessError,
     Unsupported,
@@ -224,6 +226,7 @@ class ScenarioContext:
                 f"calls {e['call_id']} and {others} did not run concurrently "
                 f"({e['call_id']} waited for {others} to start, in vain)",
                 raw=True,
+                subject=CONCURRENCY_SUBJECTS[self.profile],
             )
         for e in self.events("finish_order_timeout"):
             raise ConformanceFailure(
@@ -351,6 +354,7 @@ class ScenarioContext:
         """The outcome of user message ``message`` (0-based; -1 the last)."""
         outcomes = self.result.outcomes
         if not outcomes:
+            self.require_no_raise_at_limit()
             raise ConformanceFailure("the run's outcomes", "one outcome per user message", "none")
         if message == -1:
             return outcomes[-1]
@@ -383,6 +387,35 @@ class ScenarioContext:
             if c.get("type") == "tool_use"
         ]
 
+    def require_no_raise_at_limit(self) -> None:
+        """Precondition of a check on how a run with a bound (or a doom-loop scenario) ends: the
+        run reported an outcome. A run that raised instead is BOUND-008's subject (a fired bound)
+        or DOOM-010's (a fired detector), so the check is blocked by it, not failed (one fault, one
+        verdict). A run without a bound or detector to fire is not judged here."""
+        raised = self.result.raised
+        if raised is None:
+            return
+        b = self.scenario.bounds
+        if any(i.startswith("DOOM-") for i in self.requirement_ids):
+            by = "DOOM-010"
+        elif any(v is not None for v in (b.max_turns, b.max_cost_usd, b.max_wall_clock_s)):
+            by = "BOUND-008"
+        else:
+            return
+        raise Blocked(by, f"the run raised {raised.type}: {raised.message}"[:300])
+
+    def require_points_dispatched(self, points: Iterable[str]) -> None:
+        """Precondition of a check on hook points: each point it needs was dispatched at least once
+        in the run. A point never dispatched is the subject of the requirement that names its
+        dispatch (mechanisms.toml [dispatch]): unless this check is about that point, it is blocked
+        by that requirement, so a missing hook point is counted once."""
+        seen = set(self.dispatched_points())
+        for point in dict.fromkeys(points):
+            if point not in seen:
+                by = blocker_for_missing_point(point, self.requirement_ids)
+                if by is not None:
+                    raise Blocked(by, f"{point} was never dispatched in this run")
+
     def require_kernel_ran(self) -> list[dict[str, Any]]:
         """Evidence that the kernel ran the scenario at all: it called the model (mandatory —
         every scenario scripts at least one model call)."""
@@ -395,6 +428,15 @@ class ScenarioContext:
 
 
 # ========================================================================== the fixture
+
+
+#: The requirements whose subject is "these calls run at once", the profile's general one first:
+#: a failed "must meet" rendezvous fails a scenario tagged with one of them and blocks any other
+#: (a result-order scenario is blocked by concurrency, not failed by it).
+CONCURRENCY_SUBJECTS = {
+    "kernel": ("CONC-001", "CONC-005", "CONC-006", "CONC-009"),
+    "commonagent": ("TOOL-001",),
+}
 
 
 @pytest.fixture
@@ -831,6 +873,7 @@ def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> No
 @then(parsers.re(r"the hook points of model call (?P<k>\d+) were dispatched in the order:$"))
 def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, in model turn k (a one-column table or a docstring)."""
+    akc.require_points_dispatched([TURN_START[akc.profile], *list_items(datatable, docstring)])
     observed = akc.model_turn_points(int(k))
     expect_order(f"hook points of model turn {k}", list_items(datatable, docstring), observed)
     akc.evidence.require(f"hook dispatches in model turn {k}", observed)
@@ -839,6 +882,7 @@ def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstr
 @then(parsers.re(r"the hook points of model call (?P<k>\d+) include, in order:$"))
 def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """These points appear in model turn k in this order (others may come between)."""
+    akc.require_points_dispatched([TURN_START[akc.profile], *list_items(datatable, docstring)])
     observed = akc.model_turn_points(int(k))
     expect_subsequence(f"hook points of model turn {k}", list_items(datatable, docstring), observed)
     akc.evidence.require(f"hook dispatches in model turn {k}", observed)
@@ -847,6 +891,7 @@ def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None
 @then("the hook points were dispatched in the order:")
 def then_all_points(akc: ScenarioContext, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, over the whole run."""
+    akc.require_points_dispatched(list_items(datatable, docstring))
     observed = akc.dispatched_points()
     expect_order("hook points of the run", list_items(datatable, docstring), observed)
     akc.evidence.require("hook dispatches in the run", observed)
@@ -858,6 +903,8 @@ def then_point_count(akc: ScenarioContext, point: str, n: str) -> None:
     akc._check_point(point)
     if int(n) == 0:
         akc.require_kernel_ran()
+    else:
+        akc.require_points_dispatched([point])
     expect_equal(f"dispatches of {point}", int(n), len(akc.hook_dispatches(point)))
     akc.evidence.saw(f"{point} dispatched {n} times")
 

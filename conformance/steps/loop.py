@@ -606,7 +606,9 @@ def then_chain_order(akc: ScenarioContext, point: str, ids: str) -> None:
     order = [rec_id(point)] + split_ids(ids)
     ordered = point in CHAIN_POINTS or "any-order-elsewhere" not in akc.accepts("hook-order-outside-chains")
     events = [e for e in hook_events(akc) if e["point"] == point]
-    # A point that was never dispatched has no chain to order (other requirements want it).
+    # A point that was never dispatched has no chain to order: blocked by the requirement that
+    # wants it dispatched (or, for this requirement's own points, not exercised).
+    akc.require_points_dispatched([point])
     akc.evidence.require(f'dispatches of "{point}"', events, mandatory=False)
     # Per-call points: one chain per call, and chains of different calls may interleave.
     groups: dict[Any, list[str]] = {}
@@ -746,6 +748,9 @@ def then_session_end_after_cancel(akc: ScenarioContext) -> None:
     if not cancels:
         if akc.events("cancel_missing"):
             raise HarnessError("the adapter registered no canceller for the cancelled message (docs/adapter.md, step 3)")
+        at = akc.scenario.cancel
+        if at is not None and at.at == "hook" and at.point:
+            akc.require_points_dispatched([at.point])  # a point the kernel never dispatches blocks, once
         raise Incomplete("the scenario's cancel point was never reached, so nothing was cancelled")
     se = akc.hook_dispatches("session-end")
     expect_equal("session-end dispatches", 1, len(se))

@@ -142,3 +142,12 @@ def test_not_offered_for_a_mechanism_the_adapter_does_not_wire_shows_as_not_wire
     assert row["not_wired"] == ["wired_off"]
     line = next(line for line in m.to_markdown(doc).splitlines() if line.startswith("| BOUND-004 |"))
     assert line.endswith("| n/w | n/o |")
+
+
+def test_from_reports_rebuilds_the_same_document_from_the_committed_reports(tmp_path: Path) -> None:
+    """``akc matrix --from-reports``: nothing runs; each column is its committed report again."""
+    cols = columns()
+    m.write_reports(cols, tmp_path)
+    again = m.run_matrix([KernelEntry(name=c.name, adapter=c.adapter) for c in cols], m.Committed(tmp_path))
+    assert m.build(again, CATALOG)["requirements"] == m.build(cols, CATALOG)["requirements"]
+    assert again[2].status == m.NOT_INSTALLED and "no committed report" in (again[2].note or "")

@@ -3,6 +3,8 @@ handling of kernels that are not installed, and the command's wiring."""
 
 from __future__ import annotations
 
+from conformance.report.verdicts import mechanism_verdict
+
 import json
 import sys
 from pathlib import Path
@@ -135,6 +137,8 @@ def test_not_offered_for_a_mechanism_the_adapter_does_not_wire_shows_as_not_wire
     def col(name: str, kind: str) -> m.Column:
         r = report(name, {"LOOP-001": "pass", "BOUND-004": "not-offered"})
         r.kernel.mechanisms = {"max_cost_usd": Mechanism(kind=kind, via="UsageLimits.cost_limit")}  # type: ignore[arg-type]
+        # as compute() words it (mechanism_verdict): the matrix reads the verdict, not the table
+        r.requirements = [mechanism_verdict(q, r.kernel.mechanisms, ["max_cost_usd"]) for q in r.requirements]
         return m.Column(name, f"x.{name}:factory", report=r)
 
     doc = m.build([col("wired_off", "not-wired"), col("lacking", "absent")], CATALOG)
@@ -142,6 +146,20 @@ def test_not_offered_for_a_mechanism_the_adapter_does_not_wire_shows_as_not_wire
     assert row["not_wired"] == ["wired_off"]
     line = next(line for line in m.to_markdown(doc).splitlines() if line.startswith("| BOUND-004 |"))
     assert line.endswith("| n/w | n/o |")
+
+
+def test_not_offered_for_lack_of_the_capability_itself_is_not_not_wired() -> None:
+    """COST-005 on a kernel with no cost limit at all (issue 22 §3): not offered, even when its
+    sub-agents are not wired."""
+    from conformance.boundary.adapter import Mechanism
+
+    r = report("fw", {})
+    r.requirements = [RequirementResult(id="COST-005", level="MUST", verdict="not-offered", message="capability max_cost_usd, subagents not declared")]
+    r.kernel.mechanisms = {"max_cost_usd": Mechanism(kind="absent"), "subagents": Mechanism(kind="not-wired", via="delegate")}
+    r.requirements = [mechanism_verdict(q, r.kernel.mechanisms, ["max_cost_usd", "subagents"]) for q in r.requirements]
+    assert not (r.requirements[0].message or "").startswith("not wired")
+    doc = m.build([m.Column("fw", "x.fw:factory", report=r)], [{"id": "COST-005", "level": "MUST", "statement": "s"}])
+    assert "not_wired" not in doc["requirements"][0]
 
 
 def test_from_reports_rebuilds_the_same_document_from_the_committed_reports(tmp_path: Path) -> None:

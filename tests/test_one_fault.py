@@ -205,3 +205,35 @@ def test_a_mutant_is_not_killed_by_blocked_and_blocked_is_not_counted_against_it
     assert not _row({"BOUND-008": "blocked"}).killed
     row = _row({"BOUND-008": "fail", "BOUND-002": "blocked", "LOOP-001": "pass"})
     assert row.killed and row.others == [] and row.blocked == ["BOUND-002"]
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def test_a_step_that_judges_a_subject_names_it_in_its_failure() -> None:
+    import inspect
+
+    import pytest
+
+    from conformance.steps.common import judges
+
+    @judges("LOOP-001")
+    def step(akc: object, k: str) -> None:
+        raise ConformanceFailure("x", 1, 2)
+
+    assert list(inspect.signature(step).parameters) == ["akc", "k"]  # pytest-bdd still injects them
+    with pytest.raises(ConformanceFailure) as exc:
+        step(None, "1")
+    assert exc.value.subject == ["LOOP-001"]
+
+
+def test_a_missing_hook_point_blocks_only_checks_not_about_it() -> None:
+    from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject
+
+    assert blocker_for_missing_point("plan-ready", ["BOUND-001"]) == "LOOP-009"
+    assert blocker_for_missing_point("plan-ready", ["LOOP-009"]) is None  # its own subject
+    assert blocker_for_missing_point("plan-ready", ["GATE-004"]) is None  # depends on plan-ready
+    assert blocker_for_missing_point("post_tool_call", ["CHILD-001"]) == "TOOL-012"
+    from conformance.boundary.scenario import COMMONAGENT_HOOK_POINTS, KERNEL_HOOK_POINTS
+
+    assert all(dispatch_subject(p) for p in (*KERNEL_HOOK_POINTS, *COMMONAGENT_HOOK_POINTS))

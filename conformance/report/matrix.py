@@ -237,11 +237,10 @@ def _catalog_rows() -> list[dict[str, Any]]:
 
 def _not_wired(column: Column, rid: str) -> bool:
     """Whether ``rid`` is not offered by this kernel because of a mechanism its framework has and
-    its adapter does not connect (``not-wired``), not because the framework lacks it."""
-    from conformance.catalog.mechanisms import depends_on
-
-    mechanisms = column.report.kernel.mechanisms if column.report else {}
-    return any(getattr(mechanisms.get(d.name), "kind", None) == "not-wired" for d in depends_on(rid))
+    its adapter does not connect (``not-wired``), not because the framework lacks it: the verdict
+    says so (:func:`conformance.report.verdicts.mechanism_verdict`)."""
+    req = next((r for r in column.report.requirements if r.id == rid), None) if column.report else None
+    return req is not None and (req.message or "").startswith("not wired by the adapter")
 
 
 def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:

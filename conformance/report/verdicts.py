@@ -163,13 +163,17 @@ def _blocked(base: dict[str, Any], counted: list[CheckResult]) -> RequirementRes
     return RequirementResult(**base, verdict="blocked", blocked_by=by, message=f"{first} ({scope})")
 
 
-def mechanism_verdict(result: RequirementResult, mechanisms: Mapping[str, Any] | None) -> RequirementResult:
+def mechanism_verdict(
+    result: RequirementResult, mechanisms: Mapping[str, Any] | None, missing: Sequence[str] = ()
+) -> RequirementResult:
     """Mechanisms are declared: a requirement whose checks depend on a mechanism the adapter
     declares absent, observe-only (where the checks need to change a value) or emulated cannot
     pass. It fails where the rule is mandatory, else it is not offered. Every non-passing check's
     message is prefixed with the mechanisms it went through ("pre-tool-call ↔ X (observe-only): …").
     A requirement not offered because a mechanism is ``not-wired`` (the kernel has it, the adapter
-    does not connect it) says so in its message. No declared table (``mechanisms`` empty): the rule
+    does not connect it) says so in its message — only when every capability it lacks
+    (``missing``) is itself not-wired: a kernel with no cost limit at all does not offer COST-005,
+    whatever its sub-agents' wiring. No declared table (``mechanisms`` empty): the rule
     does not apply.
 
     A MUST NOT whose every mechanism is declared ``absent`` (the kernel has no such concept, e.g.
@@ -201,7 +205,8 @@ def mechanism_verdict(result: RequirementResult, mechanisms: Mapping[str, Any] |
     if result.level == "MUST NOT" and all(kind == "absent" for kind, _ in used.values()) and result.verdict not in ("fail", "error"):
         why = f"not applicable: {', '.join(used)} declared absent, the kernel has no such thing to do what this MUST NOT forbids"
         return result.model_copy(update={"verdict": "not-applicable", "message": why, "blocked_by": []})
-    if result.verdict == "not-offered" and unwired:
+    cause_unwired = all(row(c)[0] == "not-wired" for c in missing)
+    if result.verdict == "not-offered" and unwired and cause_unwired:
         # the framework has it, the adapter does not connect it: say so, not "not offered" alone
         why = f"not wired by the adapter (the kernel has it): {', '.join(unwired)}"
         return result.model_copy(update={"message": f"{why}; {result.message}" if result.message else why})
@@ -267,7 +272,8 @@ def compute(
         if req.testability == "untestable":
             untestable.append(UntestableEntry(id=req.id, reason=req.untestable_reason or "untestable"))
             continue
-        results.append(mechanism_verdict(requirement_verdict(req, by_id.get(req.id, []), capabilities), mechanisms))
+        missing = [c for c in req.needs if c not in capabilities]
+        results.append(mechanism_verdict(requirement_verdict(req, by_id.get(req.id, []), capabilities), mechanisms, missing))
 
     summary = {v: 0 for v in VERDICTS}
     for r in results:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
-from conformance.catalog.mechanisms import blocker_for_missing_point
+from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject
 from conformance.errors import (
     AdapterError,
     Blocked,
@@ -203,10 +204,14 @@ class ScenarioContext:
     # ----------------------------------------------------------------- running
 
     def run(self) -> RunResult:
-        """Run the scenario: through :attr:`run_with` when a step set one, else :meth:`run_strict`."""
-        if self.run_with is not None:
-            return self.run_with(self)
-        return self.run_strict()
+        """Run the scenario: through :attr:`run_with` when a step set one, else :meth:`run_strict`.
+        A scenario cancelled at a hook point the kernel never dispatched judges nothing it is not
+        about: blocked by that point's dispatch requirement (:meth:`require_points_dispatched`)."""
+        result = self.run_with(self) if self.run_with is not None else self.run_strict()
+        cancel = self.scenario.cancel
+        if cancel is not None and cancel.at == "hook" and cancel.point and not self.events("cancel"):
+            self.require_points_dispatched([cancel.point])
+        return result
 
     def run_strict(self) -> RunResult:
         """Run the scenario through the adapter; raise for a hang, an adapter error, a failed
@@ -297,6 +302,7 @@ class ScenarioContext:
         """Hook dispatches grouped by model turn: each group starts at the profile's turn-start
         point (context-assemble / pre_api_request) and runs to the next one."""
         start = TURN_START[self.profile]
+        self.require_points_dispatched([start])  # no turn start, no turns to tell apart
         turns: list[list[dict[str, Any]]] = []
         for e in self.hook_dispatches():
             if e["point"] == start:
@@ -411,10 +417,25 @@ class ScenarioContext:
         by that requirement, so a missing hook point is counted once."""
         seen = set(self.dispatched_points())
         for point in dict.fromkeys(points):
-            if point not in seen:
-                by = blocker_for_missing_point(point, self.requirement_ids)
-                if by is not None:
-                    raise Blocked(by, f"{point} was never dispatched in this run")
+            if point in seen:
+                continue
+            owner = dispatch_subject(point)
+            if owner is not None and owner in self.requirement_ids:
+                # the check's own subject, beside other tags: they are blocked by it, not failed
+                raise ConformanceFailure(f"dispatches of {point}", "at least one", "never", subject=owner)
+            by = blocker_for_missing_point(point, self.requirement_ids)
+            if by is not None:
+                raise Blocked(by, f"{point} was never dispatched in this run")
+
+    def require_approver_asked(self, call_id: str) -> None:
+        """Precondition of a check on a stored approval (commonagent): the approver was asked about
+        the call. Asking it is pre_tool_call's AskUser (TOOL-008's subject; pre_tool_call itself is
+        TOOL-005's): a check about something else is blocked by them, not failed."""
+        if self.profile != "commonagent" or any(e["request"].get("call_id") == call_id for e in self.events("approval")):
+            return
+        self.require_points_dispatched(["pre_tool_call"])
+        if "TOOL-008" not in self.requirement_ids:
+            raise Blocked("TOOL-008", f"the approver was never asked about call {call_id}")
 
     def require_kernel_ran(self) -> list[dict[str, Any]]:
         """Evidence that the kernel ran the scenario at all: it called the model (mandatory —
@@ -428,6 +449,26 @@ class ScenarioContext:
 
 
 # ========================================================================== the fixture
+
+
+def judges(*ids: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Step decorator (under ``@then``): this step judges these requirements' subject, whatever the
+    scenario's tags. A failure it raises names them (``ConformanceFailure.subject``): in a scenario
+    also tagged with others, those are blocked by it, not failed (one fault, one verdict)."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def step(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except ConformanceFailure as exc:
+                if not exc.subject:
+                    exc.subject = list(ids)
+                raise
+
+        return step
+
+    return decorate
 
 
 #: The requirements whose subject is "these calls run at once", the profile's general one first:

@@ -74,3 +74,15 @@ def test_a_requirement_entry_wins_then_the_lacking_mechanisms_then_unconfirmed(m
 def test_a_malformed_entry_is_refused_with_where_it_is(entry: dict) -> None:
     with pytest.raises(ValueError, match=r"\[fw.requirements.X-1\]"):
         fc._entry("[fw.requirements.X-1]", entry)
+
+
+def test_every_requirement_entry_defends_a_fail_cell_of_the_matrix() -> None:
+    """No stale entries: a requirement the table explains fails in the committed matrix."""
+    rows = {row["id"]: row["verdicts"] for row in MATRIX["requirements"]}
+    stale = [
+        (kernel, rid, rows.get(rid, {}).get(kernel))
+        for kernel, parts in fc.causes().items()
+        for rid in parts["requirements"]
+        if rows.get(rid, {}).get(kernel) != "fail"
+    ]
+    assert not stale

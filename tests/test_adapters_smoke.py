@@ -84,8 +84,8 @@ FRAMEWORKS = [
         "smolagents",
         "conformance.adapters.smolagents:factory",
         # A plain answer is not a final answer: the agent loops to max_steps; tool results go
-        # back as one text observation, never as per-call results.
-        smoke={"DONE-001": "fail", "LOOP-013": "fail", "TOOL-003": "fail", "CONC-001": "fail"},
+        # back as one text observation, never as per-call results (the concurrency held).
+        smoke={"DONE-001": "fail", "LOOP-013": "fail", "TOOL-003": "fail", "CONC-001": "pass"},
         confirmed={
             # Out of steps: one more model call without tools (provide_final_answer), state max_steps_error.
             "BOUND-013": Confirmed("pass", "smolagents/agents.py:606-607, 625-637, 524"),

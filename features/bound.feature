@@ -165,6 +165,11 @@ Feature: Loop termination and bounds
     And tool "w1" ran
     And the hook points of model call 1 include, in order:
       | pre-tool-call  |
+      | post-tool-call |
+    # plan-ready and post-apply are LOOP-009/011's subject: a kernel without them (declared absent)
+    # is blocked by LOOP-009 here, once BOUND-001's own subject above has been judged.
+    And the hook points of model call 1 include, in order:
+      | pre-tool-call  |
       | plan-ready     |
       | post-tool-call |
       | post-apply     |

@@ -237,3 +237,22 @@ def test_a_missing_hook_point_blocks_only_checks_not_about_it() -> None:
     from conformance.boundary.scenario import COMMONAGENT_HOOK_POINTS, KERNEL_HOOK_POINTS
 
     assert all(dispatch_subject(p) for p in (*KERNEL_HOOK_POINTS, *COMMONAGENT_HOOK_POINTS))
+
+
+def test_no_adapter_translates_a_limit_exception_into_a_subtype() -> None:
+    """Issue 22 §3, one rule for every adapter: a limit that makes a framework raise is reported
+    as raised (BOUND-008's subject); a subtype comes only from what the framework reports when it
+    does not raise. No ``except`` clause of an adapter may produce an ``error_max_*`` subtype."""
+    import ast
+    from pathlib import Path
+
+    import conformance.adapters as pkg
+
+    offenders = []
+    for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for handler in (n for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler)):
+            for node in ast.walk(handler):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("error_max"):
+                    offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []

@@ -123,11 +123,22 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
                 "message": message,
                 # why the FAIL holds, with its citation in the framework's source (or unconfirmed)
                 "cause": result.get("fail_cause") if verdict == "fail" else None,
-                "blocked_by": result.get("blocked_by") or kernel.blocked_by.get(req.id) or [],
+                "blocked_by": [(b, _blocker_link(b, kernel, book)) for b in result.get("blocked_by") or kernel.blocked_by.get(req.id) or []],
                 "timeline": timeline.build(trace) if isinstance(trace, dict) else None,
             }
         )
     return out
+
+
+def _blocker_link(rid: str, kernel: KernelDoc, book: Book) -> str:
+    """Where a blocker is explained: its section on this kernel's page when it did not pass here,
+    else its catalog entry."""
+    if kernel.verdicts.get(rid) not in (None, "pass"):
+        return f"#{rid}"
+    try:
+        return f"area-{book.area_of(rid).slug}.html#{rid}"
+    except StopIteration:
+        return f"#{rid}"
 
 
 # --------------------------------------------------------------------------- the site

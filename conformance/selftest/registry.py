@@ -119,11 +119,11 @@ def add_mutant(target: type, name: str, violates: list[str], description: str, *
     return _add(Entry("mutant", name, target.__module__, profile or face, description, violates[0], (), make, tuple(violates[1:])))
 
 
-def add_single_fault(target: type, name: str, names_fault: list[str], description: str) -> Entry:
+def add_single_fault(target: type, name: str, names_fault: list[str], description: str, *, profile: str | None = None) -> Entry:
     """Register a single-fault mutant: ``names_fault`` are the requirements that name its fault
     (the first is the one it is listed under); every other requirement must pass or be blocked."""
     make, face = _maker(target, "mutant", name, {})
-    entry = Entry("mutant", name, target.__module__, face, description, names_fault[0], (), make, tuple(names_fault[1:]), single_fault=True)
+    entry = Entry("mutant", name, target.__module__, profile or face, description, names_fault[0], (), make, tuple(names_fault[1:]), single_fault=True)
     return _add(entry)
 
 

@@ -412,9 +412,12 @@ class ScenarioContext:
 
     def require_points_dispatched(self, points: Iterable[str]) -> None:
         """Precondition of a check on hook points: each point it needs was dispatched at least once
-        in the run. A point never dispatched is the subject of the requirement that names its
-        dispatch (mechanisms.toml [dispatch]): unless this check is about that point, it is blocked
-        by that requirement, so a missing hook point is counted once."""
+        in the run. A point never dispatched, that the adapter does not claim (declared absent,
+        not-wired, emulated, or no mechanism table), is the subject of the requirement that names
+        its dispatch (mechanisms.toml [dispatch]): unless this check is about that point, it is
+        blocked by that requirement, so a missing hook point is counted once. A point the adapter
+        claims native but the run never dispatched is judged by the check itself (a kernel that
+        skips post-apply in the limiting turn fails BOUND-001)."""
         seen = set(self.dispatched_points())
         for point in dict.fromkeys(points):
             if point in seen:
@@ -423,9 +426,21 @@ class ScenarioContext:
             if owner is not None and owner in self.requirement_ids:
                 # the check's own subject, beside other tags: they are blocked by it, not failed
                 raise ConformanceFailure(f"dispatches of {point}", "at least one", "never", subject=owner)
+            if self._claims(point):
+                continue  # the adapter says the kernel has it: missing here is this check's to judge
             by = blocker_for_missing_point(point, self.requirement_ids)
             if by is not None:
-                raise Blocked(by, f"{point} was never dispatched in this run")
+                raise Blocked(by, f"{point} was never dispatched in this run (declared {self._declared(point)})")
+
+    def _declared(self, point: str) -> str:
+        m = (self.info.mechanisms or {}).get(point)
+        return "not at all" if m is None else m.kind
+
+    def _claims(self, point: str) -> bool:
+        """Does the adapter declare that the kernel has this hook point (native or observe-only)?
+        Without a mechanism table nothing is claimed (every missing point may block)."""
+        m = (self.info.mechanisms or {}).get(point)
+        return m is not None and m.kind in ("native", "observe-only")
 
     def require_approver_asked(self, call_id: str) -> None:
         """Precondition of a check on a stored approval (commonagent): the approver was asked about

@@ -37,7 +37,8 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
 * ``max_turns`` → ``UsageLimits(request_limit=max_turns)``, which raises ``UsageLimitExceeded``
   (reported in ``RunResult.raised``); pydantic-ai has no limit-reached final turn.
   ``max_cost_usd`` → ``UsageLimits.cost_limit`` (``usage.py:557, 652-668``); ``max_wall_clock_s`` →
-  ``agent.run(timeout=)`` → ``RunTimedOut`` (``agent/abstract.py:604-607``). Both declared.
+  ``agent.run(timeout=)`` → ``RunTimedOut`` (``agent/abstract.py:604-607``), reported as raised like
+  every limit exception (never translated into a subtype: BOUND-008 judges it once). Both declared.
 * Usage → one event per response with the cost pydantic-ai computed (genai-prices by model name,
   ``usage.py:194-203``): none for the scripted model, which genai-prices cannot price.
 * Spans → pydantic-ai's OpenTelemetry instrumentation (the ``Instrumentation`` capability over a
@@ -322,8 +323,11 @@ class PydanticAIAdapter:
             except RunCancelled as exc:
                 session.state = exc.all_messages()
                 session.messages = to_canonical(session.state)
-                subtype = "error_max_wall_clock" if type(exc).__name__ == "RunTimedOut" else "cancelled"
-                return Outcome(message=index, session_id=session.id, status="cancelled", subtype=subtype, error=str(exc)[:500])
+                if type(exc).__name__ == "RunTimedOut":
+                    # the wall-clock bound raised out of agent.run: reported as raised (BOUND-008's
+                    # subject), like every framework's limit exception (issue 22 §3: translate none)
+                    raise
+                return Outcome(message=index, session_id=session.id, status="cancelled", subtype="cancelled", error=str(exc)[:500])
             session.state = result.all_messages()
             session.messages = to_canonical(session.state)
             run_usage.extend(usage_events(session, index, result.new_messages()))

@@ -302,6 +302,8 @@ class KernelDoc:
     failures: str | None = None
     #: requirement id → verdict (None: not run for this kernel).
     verdicts: dict[str, str | None] = field(default_factory=dict)
+    #: requirement id → the requirements that block it (its verdict is ``blocked``).
+    blocked_by: dict[str, list[str]] = field(default_factory=dict)
     #: The full report as JSON data, when one is available.
     report: dict[str, Any] | None = None
     mechanisms: Any = None
@@ -327,6 +329,8 @@ def _from_report(k: KernelDoc, report: dict[str, Any]) -> None:
         k.summary = dict(report["summary"])
     for r in report.get("requirements", []):
         k.verdicts.setdefault(r["id"], r.get("verdict"))
+        if r.get("blocked_by"):
+            k.blocked_by.setdefault(r["id"], list(r["blocked_by"]))
     k.mechanisms = k.mechanisms or kernel.get("mechanisms") or report.get("mechanisms")
     k.declared_readings = k.declared_readings or kernel.get("readings") or report.get("readings")
 
@@ -369,6 +373,8 @@ def matrix_kernels(matrix_path: Path | None = MATRIX_JSON, reports_dir: Path | N
         )
         for row in matrix.get("requirements", []):
             k.verdicts[row["id"]] = (row.get("verdicts") or {}).get(k.name)
+            if k.name in (row.get("blocked_by") or {}):
+                k.blocked_by[row["id"]] = list(row["blocked_by"][k.name])
         if reports_dir is not None:
             path = reports_dir / f"{entry['name']}.json"
             if path.is_file():

@@ -1,7 +1,7 @@
 """The ``akc`` command: one typer app; each command lives in the module that owns its job.
 
 Exit codes (documented in README.md): 0 conformant / ok, 1 a MUST failed (or a diff found),
-2 usage error, 3 incomplete or harness error with no MUST failing.
+2 usage error, 3 blocked, incomplete or harness error with no MUST failing.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 
 Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also a SHOULD/MAY),
 2 usage error (bad flag, unknown adapter, requirement id or profile, unwritable output path),
-3 incomplete or error (the circuit breaker included), 4 with ``--golden DIR`` the kernel's behaviour
+3 blocked, incomplete or error (the circuit breaker included), 4 with ``--golden DIR`` the kernel's behaviour
 differs from its goldens (and the run is otherwise conformant), 130 / 143 interrupted by SIGINT /
 SIGTERM (no verdict table; the report files say "interrupted").
 

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             tail = "\n".join(result.output.strip().splitlines()[-20:])
             typer.echo(f"akc smoke: the smoke run produced no report (pytest exit {result.pytest_exit})\n{tail}", err=True)
             raise typer.Exit(1)
-        bad = [r for r in report.requirements if r.verdict not in ("pass", "not-offered")]
+        bad = [r for r in report.requirements if r.verdict not in ("pass", "not-offered", "not-applicable")]
         checks = sum(len(r.checks) for r in report.requirements)
         if not bad and not report.errors and report.requirements:
             typer.echo(

@@ -50,7 +50,7 @@ from typing import Any, overload
 import anyio
 
 from conformance.boundary.adapter import JSON, ModelCallError, ToolFailed
-from conformance.boundary.scenario import ModelResponse, Scenario, ScriptedToolCall, ToolDef
+from conformance.boundary.scenario import ModelError, ModelResponse, Scenario, ScriptedToolCall, ToolDef
 
 #: Upper bound (seconds) for a rendezvous or finish-order wait; it never exceeds half the
 #: scenario's timeout so that a failed rendezvous is reported as such, not as a hang.
@@ -62,6 +62,18 @@ RENDEZVOUS_TIMEOUT_S = 2.0
 FINISH_ORDER_START_WINDOW_S = 0.25
 
 EXHAUSTED_TEXT = "(script exhausted)"
+#: A model asked this many times past the end of its script answers a plain text each time; past
+#: that, every call fails (status 500). A kernel that never stops asking (implicit done detection
+#: off) then ends on a model error with the violation in the log, instead of spinning until the
+#: scenario's timeout, which reads as "incomplete" for a kernel still making progress (issue 21).
+EXHAUSTED_GRACE = 10
+
+
+def exhausted_response(past_end: int) -> ModelResponse:
+    """What the ``past_end``-th call (0-based) past the end of the script gets."""
+    if past_end < EXHAUSTED_GRACE:
+        return ModelResponse(text=EXHAUSTED_TEXT)
+    return ModelResponse(error=ModelError(status=500, message=f"the model script is exhausted ({past_end + 1} calls past its end)"))
 
 
 class HookRaised(RuntimeError):
@@ -417,7 +429,7 @@ class HarnessDoubles:
                 expanded = self._script[index]
             else:
                 self.log.add("script_exhausted", index=index)
-                expanded = _Expanded(ModelResponse(text=EXHAUSTED_TEXT), 0)
+                expanded = _Expanded(exhausted_response(index - len(self._script)), 0)
             r = expanded.response
             text_chunks, rest = self._chunks(expanded, index)
             if cancel_here or r.block_until_cancelled:

@@ -923,6 +923,8 @@ def classify(report: pytest.TestReport, call: pytest.CallInfo[Any]) -> tuple[str
         reason = reason.removeprefix("Skipped: ")
         if reason.startswith("not offered"):
             return "not-offered", reason
+        if reason.startswith("blocked by "):
+            return "blocked", reason
         return "incomplete", reason or "skipped"
     excinfo = call.excinfo
     if excinfo is None:
@@ -1004,13 +1006,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     if check is None:
         return
     report: pytest.TestReport = outcome.get_result()
-    from conformance.errors import Unsupported
+    from conformance.errors import Blocked, Unsupported
 
-    if call.excinfo is not None and report.when == "call" and call.excinfo.errisinstance(Unsupported):
+    fault = _innermost(call.excinfo.value) if call.excinfo is not None else None
+    if isinstance(fault, Blocked) and report.when == "call":
+        # Another requirement's subject did not happen: shown as a skip, counted as blocked.
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, str(fault))
+    elif call.excinfo is not None and report.when == "call" and call.excinfo.errisinstance(Unsupported):
         # The adapter cannot express the scenario: shown as a skip, counted as incomplete.
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"incomplete: {call.excinfo.value}")
     result, message = classify(report, call)
+    result, message = _charge_malformed(state.last_run, report, call, result, message)
     if result == "pass" and report.when != "call":
         return  # a passing setup or teardown is not a passing check: only a call that ran to its end is
     if message and result in ("fail", "error") and item.nodeid in state.step:
@@ -1019,7 +1027,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         check.evidence = list(state.evidence_log(item.nodeid).lines)
         if result == "pass" and not check.evidence:
             result, message = "error", "the check passed without recording evidence that its situation happened (a defect of the suite)"
-    check.worsen(result, message)
+    check.worsen(
+        result,
+        message,
+        blocked_by=getattr(fault, "by", ()) if result == "blocked" else (),
+        subject=getattr(fault, "subject", ()) if result == "fail" else (),
+    )
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The exception a check raised, out of any one-member exception groups around it."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _charge_malformed(run: Any, report: pytest.TestReport, call: pytest.CallInfo[Any], result: str, message: str | None) -> tuple[str, str | None]:
+    """A record the kernel produced held a value of the wrong type (``ScenarioRun.malformed``) and
+    this check broke on it, or failed: the kernel's failure of the requirement the check reads it
+    for, never an error of the suite (docs/adapter.md, "Wrong types")."""
+    from conformance.errors import HarnessError
+
+    malformed = getattr(run, "malformed", None)
+    if not malformed or report.when != "call" or result not in ("fail", "error"):
+        return result, message
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if result == "error" and isinstance(exc, HarnessError):
+        return result, message
+    shown = "; ".join(malformed[:3]) + (f"; and {len(malformed) - 3} more" if len(malformed) > 3 else "")
+    return "fail", f"the kernel produced a value of the wrong type: {shown} ({message})"
 
 
 @pytest.hookimpl(wrapper=True)

@@ -183,7 +183,7 @@ class ScriptedEndpoint:
             index = self._calls
             self._calls += 1
             scripted = index < len(self._script)
-            response, repetition = self._script[index] if scripted else translate.exhausted()
+            response, repetition = self._script[index] if scripted else translate.exhausted(index - len(self._script))
             self._log(
                 {
                     "index": index,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.harness.doubles import EXHAUSTED_TEXT, split_text
+from conformance.harness.doubles import exhausted_response, split_text
 from conformance.boundary.scenario import ModelError, ModelResponse, ScriptedToolCall
 
 JSON = dict[str, Any]
@@ -33,9 +33,9 @@ def expand(responses: list[ModelResponse]) -> list[tuple[ModelResponse, int]]:
     return [(r, k) for r in responses for k in range(max(1, r.repeat))]
 
 
-def exhausted() -> tuple[ModelResponse, int]:
-    """What a call past the end of the script gets (the same text as the scripted model)."""
-    return ModelResponse(text=EXHAUSTED_TEXT), 0
+def exhausted(past_end: int = 0) -> tuple[ModelResponse, int]:
+    """What a call past the end of the script gets (what the scripted model answers)."""
+    return exhausted_response(past_end), 0
 
 
 def call_id(call: ScriptedToolCall, index: int, pos: int, repetition: int) -> str:

@@ -31,8 +31,8 @@ from conformance.report.verdicts import EXIT_FAILED, exit_code
 
 FORMAT = 1
 #: Verdicts an entry may list ("pass" only beside another one: a result known to vary).
-LISTABLE = ("fail", "error", "incomplete", "pass")
-NOT_PASSING = ("fail", "error", "incomplete")
+LISTABLE = ("fail", "error", "blocked", "incomplete", "pass")
+NOT_PASSING = ("fail", "error", "blocked", "incomplete")
 _ID = re.compile(r"^[A-Z]+-\d{3}$")
 #: The largest expectations file read (one entry per requirement is a few tens of kilobytes).
 MAX_BYTES = 4 << 20
@@ -218,11 +218,12 @@ _HEADER = """\
 # when every requirement that does not pass is listed here with its verdict, 1 on a new failure,
 # and reports an entry whose requirement now passes as stale (exit 1 with --strict): delete it.
 # One [expected.ID] table per requirement (`akc show ID` explains it). `verdict` is one of
-# "fail", "error", "incomplete", or a list when the result is known to vary, e.g.
+# "fail", "error", "blocked", "incomplete", or a list when the result is known to vary, e.g.
 # ["fail", "pass"]. `reason` is free text for the reader; akc does not compare it. `checks`
 # (the failing checks) and `fingerprint` (of their messages) are compared: a requirement that
 # fails in other checks or for another reason is reported "changed" (exit 1, or a warning with
 # --warn-changed); delete both keys to expect any failure of the requirement.
+# not-applicable requirements never affect the exit code: they are recorded as comments only.
 """
 
 
@@ -258,4 +259,8 @@ def render(report: Report, previous: Expectations | None = None) -> str:
         checks = "[" + ", ".join(_toml_string(c) for c in check_names(req)) + "]"
         lines += ["", f"[expected.{req.id}]", f"verdict = {verdict}", f"reason = {_toml_string(reason)}",
                   f"checks = {checks}", f"fingerprint = {_toml_string(fingerprint(req))}"]
+    inapplicable = [r for r in report.requirements if r.verdict == "not-applicable"]
+    if inapplicable:
+        lines += ["", "# not-applicable (no entry needed; listed so a change shows in review):"]
+        lines += [f"#   {r.id}: {one_line(r.message or '')}" for r in inapplicable]
     return "\n".join(lines) + "\n"

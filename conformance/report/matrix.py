@@ -32,7 +32,15 @@ DEFAULT_JSON = REPO_ROOT / "docs" / "conformance-matrix.json"
 DEFAULT_REPORTS = REPO_ROOT / "docs" / "conformance-reports"
 
 #: How a cell shows a verdict in Markdown.
-CELL = {"pass": "pass", "fail": "**FAIL**", "not-offered": "n/o", "incomplete": "inc", "error": "ERR"}
+CELL = {
+    "pass": "pass",
+    "fail": "**FAIL**",
+    "not-offered": "n/o",
+    "not-applicable": "n/a",
+    "blocked": "blk",
+    "incomplete": "inc",
+    "error": "ERR",
+}
 
 #: Plain words for each requirement area (the id prefix), for the failure paragraphs.
 AREA_WORDS = {
@@ -204,11 +212,10 @@ def _catalog_rows() -> list[dict[str, Any]]:
 
 def _not_wired(column: Column, rid: str) -> bool:
     """Whether ``rid`` is not offered by this kernel because of a mechanism its framework has and
-    its adapter does not connect (``not-wired``), not because the framework lacks it."""
-    from conformance.catalog.mechanisms import depends_on
-
-    mechanisms = column.report.kernel.mechanisms if column.report else {}
-    return any(getattr(mechanisms.get(d.name), "kind", None) == "not-wired" for d in depends_on(rid))
+    its adapter does not connect (``not-wired``), not because the framework lacks it: the verdict
+    says so (:func:`conformance.report.verdicts.mechanism_verdict`)."""
+    req = next((r for r in column.report.requirements if r.id == rid), None) if column.report else None
+    return req is not None and (req.message or "").startswith("not wired by the adapter")
 
 
 def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -226,6 +233,9 @@ def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = 
         unwired = [c.name for c in columns if verdicts[c.name] == "not-offered" and _not_wired(c, row["id"])]
         if unwired:
             out["not_wired"] = unwired
+        blocked = {n: by_kernel[n][row["id"]].blocked_by for n, v in verdicts.items() if v == "blocked"}
+        if blocked:
+            out["blocked_by"] = blocked
         rows.append(out)
     kernels = []
     for c in columns:
@@ -261,7 +271,8 @@ def failure_paragraph(report: Report, *, examples: int = 3) -> str:
     gating = [r for r in report.requirements if r.gating]
     gating_failing = [r for r in failing if r.gating]
     errors = [r for r in report.requirements if r.verdict in ("error", "incomplete")]
-    if not failing and not errors:
+    blocked = [r for r in report.requirements if r.verdict == "blocked"]
+    if not failing and not errors and not blocked:
         return "No requirement fails."
     areas: dict[str, list[RequirementResult]] = {}
     for r in gating_failing or failing:
@@ -283,6 +294,9 @@ def failure_paragraph(report: Report, *, examples: int = 3) -> str:
         parts.append("Examples: " + " ".join(shown))
     if errors:
         parts.append(f"{len(errors)} requirement(s) could not be checked ({', '.join(r.id for r in errors[:6])}).")
+    if blocked:
+        by = sorted({b for r in blocked for b in r.blocked_by})
+        parts.append(f"{len(blocked)} requirement(s) are blocked by another's failure ({', '.join(by[:6])}), not counted again.")
     return " ".join(parts)
 
 
@@ -328,9 +342,11 @@ def _sentence(text: str, limit: int = 300) -> str:
     return (text[: limit - 1] + "\u2026") if len(text) > limit else text
 
 
-def _cell(verdict: str | None, kernel: str = "", rid: str = "", not_wired: bool = False) -> str:
+def _cell(verdict: str | None, kernel: str = "", rid: str = "", not_wired: bool = False, blocked_by: Sequence[str] = ()) -> str:
     if verdict is None:
         return "—"
+    if verdict == "blocked" and blocked_by:
+        return f"blk ({', '.join(blocked_by)})"
     if verdict == "not-offered" and not_wired:
         return "n/w"
     if verdict == "fail" and kernel and kernel != "reference":
@@ -373,6 +389,8 @@ def to_markdown(matrix: dict[str, Any]) -> str:
         "",
         "Cells: pass, **FAIL**, n/o = not offered (an optional capability the kernel does not declare),"
         " n/w = not wired (not offered: the framework has the feature, the adapter does not connect it),"
+        " n/a = not applicable (a MUST NOT about something the kernel does not have),"
+        " blk (ID) = blocked: its check needs requirement ID's subject, which failed (counted there, not again),"
         " inc = incomplete, ERR = harness or adapter error, — = not run.",
         "",
         "## Requirements",
@@ -381,7 +399,10 @@ def to_markdown(matrix: dict[str, Any]) -> str:
         "| --- | --- | " + " | ".join("---" for _ in names) + " |",
     ]
     for row in matrix["requirements"]:
-        lines.append(f"| {row['id']} | {row['level']} | " + " | ".join(_cell(row["verdicts"].get(n), n, row["id"], n in row.get("not_wired", ())) for n in names) + " |")
+        lines.append(f"| {row['id']} | {row['level']} | " + " | ".join(
+            _cell(row["verdicts"].get(n), n, row["id"], n in row.get("not_wired", ()), row.get("blocked_by", {}).get(n, ()))
+            for n in names
+        ) + " |")
     lines += [
         "",
         "## Failures by root cause",

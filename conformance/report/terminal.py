@@ -15,14 +15,23 @@ from typing import TextIO
 from conformance.report.escape import terminal as _safe
 from conformance.report.model import Report, RequirementResult, explanation, failing_check, summary_line
 
-_STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "incomplete": "yellow", "not-offered": "dim"}
+_STYLE = {
+    "pass": "green",
+    "fail": "bold red",
+    "error": "bold magenta",
+    "blocked": "cyan",
+    "incomplete": "yellow",
+    "not-offered": "dim",
+    "not-applicable": "dim",
+}
 #: A group of rows with the same message at least this large is shown once.
 COLLAPSE_AT = 3
 
 LEGEND = (
     "legend: MUST/MUST NOT and gating DESCRIBED fail the run, SHOULD/MAY only with --strict; "
-    "error = adapter or harness broke; incomplete = could not run; not-offered = capability not declared; "
-    "untestable = no verdict"
+    "error = adapter or harness broke; blocked = another requirement's failure kept its check from judging it "
+    "(fix that one first); incomplete = could not run; not-offered = capability not declared; "
+    "not-applicable = a MUST NOT about something the kernel does not have; untestable = no verdict"
 )
 NEXT = "next: `akc show ID` explains a requirement and lists its checks; `--json FILE` keeps every message and trace"
 
@@ -41,12 +50,14 @@ def _order(r: RequirementResult) -> int:
         return 5
     if r.verdict == "fail":
         return 0 if r.gating else 3
-    return {"error": 1, "incomplete": 2, "not-offered": 6, "pass": 7}.get(r.verdict, 4)
+    return {"error": 1, "incomplete": 2, "blocked": 4, "not-offered": 6, "not-applicable": 6, "pass": 7}.get(r.verdict, 4)
 
 
 def _key(r: RequirementResult) -> str:
     """What makes two bad rows "the same error": the message, without the scenario or step."""
-    check = failing_check(r) if r.verdict != "not-offered" else None
+    if r.verdict == "blocked" and r.message:
+        return r.message
+    check = failing_check(r) if r.verdict not in ("not-offered", "not-applicable") else None
     message = (check.message if check is not None and check.outcome != "pass" else None) or r.message or r.verdict
     return _safe(re.sub(r" \(at step: .*\)$", "", message))
 
@@ -81,7 +92,7 @@ def rows(report: Report, *, all_rows: bool = False) -> tuple[list[Row], int]:
             if key in done:
                 continue
             done.add(key)
-            kind = {"error": "error", "fail": "failure", "incomplete": "reason", "not-offered": "reason"}[r.verdict]
+            kind = "failure" if r.verdict == "fail" else "reason"
             if r.verdict == "error":
                 kind = "adapter error"
             levels = sorted({g.level for g in group})

@@ -3,44 +3,12 @@ Markdown (a CI step summary), each written atomically (temp file + rename) once 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from conformance.files import write_atomic  # noqa: F401 - the writers' own, re-exported for their callers
 from conformance.report import escape
-from conformance.report.model import VERDICTS, Report, RequirementResult, explanation, short_title, summary_line
-
-def _mode_for(target: Path) -> int:
-    """An existing file keeps its mode; a new one gets what ``open`` would give (0666 less the umask)."""
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same folder and a rename (a symlinked
-    path is written through, to the file it points to)."""
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode = _mode_for(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target
-
+from conformance.report.model import UNPROVEN, VERDICTS, Report, RequirementResult, explanation, short_title, summary_line
 
 def to_json(report: Report) -> str:
     """The report as JSON; kernel text holding a lone surrogate (UTF-8 cannot carry it) goes
@@ -54,7 +22,9 @@ def to_json(report: Report) -> str:
 def to_junit(report: Report) -> str:
     """One testcase per requirement (classname = its area, name = "ID short title"), one per
     harness error and per untestable requirement; the suite's counts are those of its testcases.
-    An expected failure (``--expect``) is a skipped testcase saying so, as pytest writes an xfail."""
+    An expected failure (``--expect``) is a skipped testcase saying so, as pytest writes an xfail.
+    ``blocked`` and ``not-applicable`` are skipped testcases whose message says which requirement
+    blocks them or why they do not apply: never a passed testcase, never this one's failure."""
     suite = ET.Element("testsuite", name=f"akc {report.kernel.name} {report.kernel.version}")
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="suite_version", value=report.suite.version)
@@ -88,6 +58,11 @@ def to_junit(report: Report) -> str:
             el = case(area, name, "skipped", f"not offered: {message}")
         elif req.verdict == "incomplete":
             el = case(area, name, "skipped", f"incomplete: {message}")
+        elif req.verdict == "blocked":
+            # not a pass and not this requirement's failure: CI shows it skipped, with its blocker
+            el = case(area, name, "skipped", message if message.startswith("blocked by") else f"blocked: {message}", _details(req))
+        elif req.verdict == "not-applicable":
+            el = case(area, name, "skipped", message)
         else:
             el = case(area, name)
         if req.statement:
@@ -130,7 +105,7 @@ def to_markdown(report: Report) -> str:
         "| --- | --- |",
     ]
     lines += [f"| {v} | {report.summary.get(v, 0)} |" for v in VERDICTS]
-    bad = [r for r in report.requirements if r.verdict in ("fail", "error", "incomplete") and not r.expected]
+    bad = [r for r in report.requirements if r.verdict in ("fail", *UNPROVEN) and not r.expected]
     if bad:
         lines += ["", "### Requirements not passing", "", "| id | level | verdict | why |", "| --- | --- | --- | --- |"]
         lines += [f"| {r.id} | {r.level} | {r.verdict} | {_md_cell(explanation(r))} |" for r in bad]
@@ -148,6 +123,9 @@ def to_markdown(report: Report) -> str:
     offered = [r.id for r in report.requirements if r.verdict == "not-offered"]
     if offered:
         lines += ["", f"Not offered: {', '.join(offered)}"]
+    inapplicable = [r for r in report.requirements if r.verdict == "not-applicable"]
+    if inapplicable:
+        lines += ["", "Not applicable: " + "; ".join(f"{r.id} ({_md_cell(r.message or '')})" for r in inapplicable)]
     return "\n".join(lines) + "\n"
 
 

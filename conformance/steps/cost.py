@@ -77,9 +77,12 @@ def sessions(akc: ScenarioContext) -> list[SessionView]:
     return list(views.values())
 
 
-def end_subtype(view: SessionView) -> Any:
+def end_subtype(view: SessionView, akc: ScenarioContext | None = None) -> Any:
     """The subtype of the session's session-end (the first, if a kernel dispatched more: how often
-    it fires is LOOP-017's business); a failure if it never ended."""
+    it fires is LOOP-017's business); a failure if it never ended, blocked (by LOOP-016) when the
+    kernel never dispatches session-end at all."""
+    if not view.end_subtypes and akc is not None:
+        akc.require_points_dispatched(["session-end"])
     if not view.end_subtypes:
         raise ConformanceFailure(
             f"session-end of the session at depth {view.depth} ({view.session_id})", "dispatched", "never"
@@ -147,7 +150,7 @@ def cost_then_depth_subtype_other(akc: ScenarioContext, d: str, value: str) -> N
     """Each sub-agent session at this depth ended once, with a subtype that is not this one."""
     found = akc.evidence.require(f"sessions at depth {d} (a sub-agent ran)", [v for v in sessions(akc) if v.depth == int(d)])
     for view in found:
-        subtype = end_subtype(view)
+        subtype = end_subtype(view, akc)
         if subtype == value or subtype is None:
             raise ConformanceFailure(
                 f"subtype of the session at depth {d} (session-end payload)",
@@ -162,5 +165,5 @@ def cost_then_depth_subtype(akc: ScenarioContext, d: str, value: str) -> None:
     """Each session at this depth ended once, with this subtype."""
     found = akc.evidence.require(f"sessions at depth {d} (a sub-agent ran)", [v for v in sessions(akc) if v.depth == int(d)])
     for view in found:
-        expect_equal(f"subtype of the session at depth {d} (session-end payload)", value, end_subtype(view))
+        expect_equal(f"subtype of the session at depth {d} (session-end payload)", value, end_subtype(view, akc))
         akc.evidence.saw(f"the session at depth {d} ended with {value!r}")

@@ -92,7 +92,9 @@ def then_plan_items(akc: ScenarioContext, k: str, ids: str | None, none: str | N
     expected = [] if none else split_ids(ids or "")
     _, calls_k = streamed_message(akc, turn - 1)
     akc.evidence.require(f"tool calls in the message of model turn {turn}", calls_k)
-    # No plan handed over: not exercised (LOOP-009 wants the dispatch).
+    # No plan handed over: blocked by LOOP-009 when the kernel never dispatches it (a check not
+    # about plan-ready), else not exercised in this turn.
+    akc.require_points_dispatched(["plan-ready"])
     akc.evidence.require(f"plan-ready dispatched in model turn {turn}", pr, mandatory=False)
     if len(pr) != 1:
         raise ConformanceFailure(f"plan-ready dispatches in model turn {turn}", 1, len(pr))

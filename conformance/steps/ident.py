@@ -560,7 +560,9 @@ def content_owners(akc: ScenarioContext) -> dict[tuple[Any, ...], int]:
 
 def _per_turn_ids(akc: ScenarioContext, kind: str) -> list[list[tuple[str, Any]]]:
     """For sequential turns: the (where, turn_id) of each ``kind`` event, grouped by turn; a turn
-    ends with its on_session_end dispatch (000: the last thing a turn does)."""
+    ends with its on_session_end dispatch (000: the last thing a turn does), so without any the
+    check is blocked by TURN-020."""
+    akc.require_points_dispatched(["on_session_end"])
     groups: list[list[tuple[str, Any]]] = [[]]
     for where, e in turn_events(akc):
         if e["kind"] == kind:

@@ -228,3 +228,23 @@ def test_build_is_deterministic_apart_from_the_date(tmp_path: Path) -> None:
 def test_glossary_is_rendered(site: Path, page: str) -> None:
     html = (site / page).read_text(encoding="utf-8")
     assert "Step glossary" in html and "<table>" in html
+
+
+def test_blocked_and_not_applicable_show_their_blocker_and_reason(tmp_path: Path) -> None:
+    """One fault, one verdict (issue 22): a blocked requirement links to what blocks it; a
+    not-applicable one says why; neither reads as a pass or a FAIL."""
+    report = _report("k")
+    report["requirements"] += [  # type: ignore[operator]
+        {"id": "BOUND-002", "level": "MUST", "verdict": "blocked", "blocked_by": ["BOUND-008"],
+         "message": "blocked by BOUND-008: the run raised X (its only check blocked)",
+         "checks": [{"feature": "f", "scenario": "s", "outcome": "blocked", "blocked_by": ["BOUND-008"], "message": "blocked by BOUND-008: the run raised X"}]},
+        {"id": "CONC-008", "level": "MUST NOT", "verdict": "not-applicable", "message": "not applicable: tool_kinds declared absent", "checks": []},
+    ]
+    book = data.gather(matrix_path=None, extra_reports=[(report, "")], readings_path=tmp_path / "none.toml")
+    build_site(book, tmp_path / "site")
+    kpage = (tmp_path / "site" / "kernel-k.html").read_text(encoding="utf-8")
+    # BOUND-008 did not run here: the link goes to its catalog entry
+    assert 'Blocked by <a href="area-bound.html#BOUND-008">BOUND-008</a>' in kpage and "(its only check blocked)" in kpage
+    assert ">blocked<" in kpage and ">n/a<" in kpage and "tool_kinds declared absent" in kpage
+    area = (tmp_path / "site" / "area-bound.html").read_text(encoding="utf-8")
+    assert "v-blocked" in area

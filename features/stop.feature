@@ -249,3 +249,17 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     When the kernel runs
     Then no model call and no tool call started after the cancel
     And the model was called 2 times
+
+  # Issue 21 (blind round 2): the child token at every depth - cancelled between a grandchild's steps.
+  @commonagent @STOP-006 @dim:depth=2
+  Scenario: CommonAgent - cancelling the parent between a grandchild's steps stops the grandchild
+    Given a delegation tool "delegate"
+    And the model calls "delegate" with {"goal": "plan the trip"} as "d1"
+    And the model calls "delegate" with {"goal": "check the weather"} as "d2"
+    And the model answers "grandchild answer"
+    And the model answers "child answer"
+    And the model answers "parent answer"
+    And the turn is cancelled at hook "pre_llm_call" occurrence 3
+    When the kernel runs
+    Then no model call and no tool call started after the cancel
+    And the model was called 2 times

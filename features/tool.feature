@@ -53,7 +53,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     Then the tool results sent in model call 2 are in the order "a1, a2, a3"
     And the request of model call 2 has the tool result "a2" with content "probe a2"
 
-  @kernel @TOOL-003
+  @kernel @TOOL-003 @dim:kernel_kinds=one
   Scenario: Kernel profile - results go back in the order asked although the calls finish in reverse
     Given a tool "probe" of kind "data_source" with concurrency safe returning "probe {call_id}"
     And the model calls in one response:
@@ -66,7 +66,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then the tool results sent in model call 2 are in the order "a1, a2, a3"
 
-  @kernel @TOOL-003
+  @kernel @TOOL-003 @dim:kernel_kinds=mixed
   Scenario: Kernel profile - results of mixed kinds go back in the order asked or grouped by kind, never in the order they finished
     Given the tools:
       | name  | kind        | concurrency |
@@ -339,8 +339,10 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       Then 3 tool calls ran
       And the tool calls ran one at a time
 
+    # Distinct arguments (as TURN-015/TOOL-015): a kernel that de-duplicates identical calls in one
+    # response (hermes) would fail "4 tool calls ran" on de-duplication, not on TOOL-002's subject.
     @commonagent @TOOL-002
-    Scenario: With an interactive call among identical calls, all run one at a time
+    Scenario: With an interactive call among several calls to one tool, all run one at a time
       Given the tools:
         | name  | kind        |
         | probe | data_source |
@@ -348,9 +350,9 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       And the model calls in one response:
         | id | name  | args     |
         | a1 | probe | {"n": 1} |
-        | a2 | probe | {"n": 1} |
+        | a2 | probe | {"n": 2} |
         | q1 | ask   | {}       |
-        | a3 | probe | {"n": 1} |
+        | a3 | probe | {"n": 3} |
       And the model answers "done"
       And the scenario timeout is 3 seconds
       When the kernel runs

@@ -133,6 +133,8 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
         bad = [c for c in checks if c.get("outcome") not in ("pass",)]
         check = next((c for c in bad if c.get("outcome") == verdict), bad[0] if bad else None)
         message = (check or {}).get("message") or result.get("message")
+        if verdict in ("blocked", "not-applicable") and result.get("message"):
+            message = result["message"]  # what blocks it (and over how many checks), or why it does not apply
         trace = (check or {}).get("trace")
         out.append(
             {
@@ -141,10 +143,24 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
                 "area": book.area_of(req.id),
                 "check": check,
                 "message": message,
+                # why the FAIL holds, with its citation in the framework's source (or unconfirmed)
+                "cause": result.get("fail_cause") if verdict == "fail" else None,
+                "blocked_by": [(b, _blocker_link(b, kernel, book)) for b in result.get("blocked_by") or kernel.blocked_by.get(req.id) or []],
                 "timeline": timeline.build(trace) if isinstance(trace, dict) else None,
             }
         )
     return out
+
+
+def _blocker_link(rid: str, kernel: KernelDoc, book: Book) -> str:
+    """Where a blocker is explained: its section on this kernel's page when it did not pass here,
+    else its catalog entry."""
+    if kernel.verdicts.get(rid) not in (None, "pass"):
+        return f"#{rid}"
+    try:
+        return f"area-{book.area_of(rid).slug}.html#{rid}"
+    except StopIteration:
+        return f"#{rid}"
 
 
 # --------------------------------------------------------------------------- the site

@@ -4,7 +4,7 @@
 
 Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also a SHOULD/MAY),
 2 usage error (bad flag, unknown adapter, requirement id or profile, unwritable output path),
-3 incomplete or error (the circuit breaker included), 4 with ``--golden DIR`` the kernel's behaviour
+3 blocked, incomplete or error (the circuit breaker included), 4 with ``--golden DIR`` the kernel's behaviour
 differs from its goldens (and the run is otherwise conformant), 130 / 143 interrupted by SIGINT /
 SIGTERM (no verdict table; the report files say "interrupted").
 
@@ -62,6 +62,7 @@ def register(app: typer.Typer) -> None:
         from conformance.harness.shards import run_sharded
         from conformance.harness.supervisor import run_supervised
         from conformance.errors import UsageError
+        from conformance.report.escape import terminal
         from conformance.report.terminal import print_report
 
         if update_golden and golden is None:
@@ -109,18 +110,20 @@ def register(app: typer.Typer) -> None:
         try:
             result = run_supervised(options) if jobs == 1 else run_sharded(options)
         except UsageError as exc:
-            typer.echo(f"akc run: {exc}", err=True)
+            typer.echo(f"akc run: {terminal(str(exc))}", err=True)
             raise typer.Exit(2) from None
         if result.report is None:
-            tail = "\n".join(result.output.strip().splitlines()[-20:])
+            tail = "\n".join(terminal(line) for line in result.output.strip().splitlines()[-20:])
             typer.echo(f"akc run: the suite did not produce a report (pytest exit {result.pytest_exit})\n{tail}", err=True)
             raise typer.Exit(3)
         if result.exit_code >= 128:  # interrupted: no table that could pass for a finished run
             why = result.report.errors[-1] if result.report.errors else "interrupted"
-            typer.echo(f"akc run: {why}", err=True)
+            typer.echo(f"akc run: {terminal(why)}", err=True)
             raise typer.Exit(result.exit_code)
         print_report(result.report, all_rows=all_rows)
-        if write_expectations:
+        from conformance.report.writers import write_failed
+
+        if write_expectations and not write_failed(result.report, "--write-expectations"):
             typer.echo(f"wrote the expectations of this run to {write_expectations}")
         code = result.exit_code
         if golden is not None and traces is not None:

@@ -5,7 +5,7 @@ Everything they see goes into ONE ordered observation log (a list of dicts, each
 ``seq``), so a check can ask "what happened, in what order" without trusting the kernel. The
 event kinds and their fields:
 
-* ``model_request`` (index, request, turn; ``request["messages"]`` is a read-only
+* ``model_request`` (index, request, turn, and ``dialect`` for a call over HTTP; ``request["messages"]`` is a read-only
   :class:`LoggedMessages`, list-like) / ``model_response`` (index, chunks) /
   ``model_error`` (index, status, message, error_kind) / ``script_exhausted`` (index)
 * ``tool_start`` (call_id, name, args, turn) / ``tool_end`` (call_id, name, args, turn, result
@@ -26,6 +26,9 @@ event kinds and their fields:
   ``run_user_messages``); ``submission_timeout`` (call_id, message): a held call gave up waiting
 * ``journal_write`` (op, record, turn): a write the kernel made to its journal, as its adapter
   reported it (``Doubles.journal_write``)
+* ``http_rejected`` (status, path, message): the served model (``conformance.httpmodel.host``)
+  refused a request it could not take as a model call (wrong key, unreadable body) /
+  ``http_stray`` (method, path): a request that came after its scenario had ended
 
 Model responses that must be cancelled (``block_until_cancelled``, or the call a
 ``CancelAt(at="model_call")`` names) stream their *text* chunks (``chunks`` of them), then — for a
@@ -52,7 +55,7 @@ from typing import Any, overload
 import anyio
 
 from conformance.boundary.adapter import JSON, ModelCallError, ToolFailed
-from conformance.boundary.scenario import ModelResponse, Scenario, ScriptedToolCall, ToolDef
+from conformance.boundary.scenario import ModelError, ModelResponse, Scenario, ScriptedToolCall, ToolDef
 
 #: Upper bound (seconds) for a rendezvous or finish-order wait; it never exceeds half the
 #: scenario's timeout so that a failed rendezvous is reported as such, not as a hang.
@@ -68,6 +71,18 @@ FINISH_ORDER_START_WINDOW_S = 0.25
 HOOK_HOLD_WINDOW_S = 0.25
 
 EXHAUSTED_TEXT = "(script exhausted)"
+#: A model asked this many times past the end of its script answers a plain text each time; past
+#: that, every call fails (status 500). A kernel that never stops asking (implicit done detection
+#: off) then ends on a model error with the violation in the log, instead of spinning until the
+#: scenario's timeout, which reads as "incomplete" for a kernel still making progress (issue 21).
+EXHAUSTED_GRACE = 10
+
+
+def exhausted_response(past_end: int) -> ModelResponse:
+    """What the ``past_end``-th call (0-based) past the end of the script gets."""
+    if past_end < EXHAUSTED_GRACE:
+        return ModelResponse(text=EXHAUSTED_TEXT)
+    return ModelResponse(error=ModelError(status=500, message=f"the model script is exhausted ({past_end + 1} calls past its end)"))
 
 
 class HookRaised(RuntimeError):
@@ -290,6 +305,9 @@ class HarnessDoubles:
         self._tools: dict[str, ToolDef] = {t.name: t for t in scenario.tools}
         self._hooks = {h.id: h for h in scenario.hooks}
         self._model_calls = 0
+        #: This scenario's model served over HTTP (``conformance.httpmodel.host.HttpModel``:
+        #: ``base_url(dialect)``, ``api_key``), set by the harness before the adapter runs.
+        self.http_model: Any = None
         self._message_memo: dict[int, tuple[Any, Any]] = {}
         #: The copies of every model request's messages, by position (``_snapshot_request``).
         self._positions = _Positions()
@@ -352,12 +370,18 @@ class HarnessDoubles:
         return self.log.last_activity
 
     def touch(self) -> None:
-        """The kernel showed a sign of life the log does not record (a wire message)."""
+        """The kernel did something for the scenario the log does not record (it consumed a
+        chunk of a model stream). Never a wire message as such: chatter is not progress."""
         self.log.last_activity = time.monotonic()
 
     @property
     def model_calls(self) -> int:
         return self._model_calls
+
+    @property
+    def scripted_calls(self) -> int:
+        """Model calls the scenario's script covers (``repeat`` unrolled)."""
+        return len(self._script)
 
     # ----------------------------------------------------------------- cancellation
 
@@ -379,11 +403,14 @@ class HarnessDoubles:
 
     # ----------------------------------------------------------------- model
 
-    def model_stream(self, request: JSON, turn: JSON) -> AsyncIterator[JSON]:
-        """The scripted model: one response per call, in script order."""
+    def model_stream(self, request: JSON, turn: JSON, *, dialect: str | None = None) -> AsyncIterator[JSON]:
+        """The scripted model: one response per call, in script order. ``dialect``: the call came
+        over HTTP in that dialect (``conformance.httpmodel``); the log says so, for the checks
+        that judge what a dialect cannot carry."""
         index = self._model_calls
         self._model_calls += 1
-        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn))
+        extra = {"dialect": dialect} if dialect is not None else {}
+        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn), **extra)
         self._activity(turn)
         return self._stream(index)
 
@@ -440,7 +467,7 @@ class HarnessDoubles:
                 expanded = self._script[index]
             else:
                 self.log.add("script_exhausted", index=index)
-                expanded = _Expanded(ModelResponse(text=EXHAUSTED_TEXT), 0)
+                expanded = _Expanded(exhausted_response(index - len(self._script)), 0)
             r = expanded.response
             text_chunks, rest = self._chunks(expanded, index)
             if cancel_here or r.block_until_cancelled:
@@ -462,6 +489,7 @@ class HarnessDoubles:
             for chunk in text_chunks + rest:
                 sent.append(chunk)
                 yield chunk
+                self.touch()  # the kernel consumed it and asked for the next
             complete = True
         finally:
             self._in_flight.pop(key, None)

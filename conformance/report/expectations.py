@@ -18,7 +18,6 @@ and reviewed.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import tomllib
 from collections.abc import Iterable
@@ -26,14 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import UsageError
+from conformance.report import escape
 from conformance.report.model import CheckResult, ExpectationsResult, Report, RequirementResult, explanation
 from conformance.report.verdicts import EXIT_FAILED, exit_code
 
 FORMAT = 1
 #: Verdicts an entry may list ("pass" only beside another one: a result known to vary).
-LISTABLE = ("fail", "error", "incomplete", "pass")
-NOT_PASSING = ("fail", "error", "incomplete")
+LISTABLE = ("fail", "error", "blocked", "incomplete", "pass")
+NOT_PASSING = ("fail", "error", "blocked", "incomplete")
 _ID = re.compile(r"^[A-Z]+-\d{3}$")
+#: The largest expectations file read (one entry per requirement is a few tens of kilobytes).
+MAX_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -62,13 +64,22 @@ def load(path: str | Path, known_ids: Iterable[str] | None = None, *, warn_chang
     for anything wrong, an unknown requirement id included."""
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            raw_bytes = fh.read(MAX_BYTES + 1)  # bounded: /dev/zero is a path too
     except OSError as exc:
         raise UsageError(f"expectations file {where}: cannot read it ({exc.strerror or exc})") from None
+    if len(raw_bytes) > MAX_BYTES:
+        raise UsageError(f"expectations file {where}: larger than {MAX_BYTES // (1 << 20)} MiB (not an expectations file?)")
+    try:
+        text = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"expectations file {where}: not UTF-8 (byte {exc.start})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"expectations file {where}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"expectations file {where}: nested too deeply to be an expectations file") from None
     fmt = data.get("format", FORMAT)
     if fmt != FORMAT:
         raise UsageError(f"expectations file {where}: format {fmt!r} is not supported (this akc reads format {FORMAT})")
@@ -93,7 +104,7 @@ def load(path: str | Path, known_ids: Iterable[str] | None = None, *, warn_chang
         if extra:
             raise UsageError(f"{at}: unknown key(s) {', '.join(extra)} (use verdict, reason, checks and fingerprint)")
         raw = entry.get("verdict")
-        verdicts = tuple([raw] if isinstance(raw, str) else raw or ())
+        verdicts = tuple([raw] if isinstance(raw, str) else raw if isinstance(raw, list) else ())
         if not verdicts or not all(isinstance(v, str) for v in verdicts):
             raise UsageError(f"{at}: verdict must be one of {', '.join(NOT_PASSING)}, or a list of them")
         bad = [v for v in verdicts if v not in LISTABLE]
@@ -207,17 +218,16 @@ _HEADER = """\
 # when every requirement that does not pass is listed here with its verdict, 1 on a new failure,
 # and reports an entry whose requirement now passes as stale (exit 1 with --strict): delete it.
 # One [expected.ID] table per requirement (`akc show ID` explains it). `verdict` is one of
-# "fail", "error", "incomplete", or a list when the result is known to vary, e.g.
+# "fail", "error", "blocked", "incomplete", or a list when the result is known to vary, e.g.
 # ["fail", "pass"]. `reason` is free text for the reader; akc does not compare it. `checks`
 # (the failing checks) and `fingerprint` (of their messages) are compared: a requirement that
 # fails in other checks or for another reason is reported "changed" (exit 1, or a warning with
 # --warn-changed); delete both keys to expect any failure of the requirement.
+# not-applicable requirements never affect the exit code: they are recorded as comments only.
 """
 
 
-def _toml_string(text: str) -> str:
-    # A JSON string is a valid TOML basic string (same escapes, \\uXXXX for control characters).
-    return json.dumps(text, ensure_ascii=False)
+_toml_string = escape.toml_string
 
 
 def one_line(text: str) -> str:
@@ -249,11 +259,8 @@ def render(report: Report, previous: Expectations | None = None) -> str:
         checks = "[" + ", ".join(_toml_string(c) for c in check_names(req)) + "]"
         lines += ["", f"[expected.{req.id}]", f"verdict = {verdict}", f"reason = {_toml_string(reason)}",
                   f"checks = {checks}", f"fingerprint = {_toml_string(fingerprint(req))}"]
+    inapplicable = [r for r in report.requirements if r.verdict == "not-applicable"]
+    if inapplicable:
+        lines += ["", "# not-applicable (no entry needed; listed so a change shows in review):"]
+        lines += [f"#   {r.id}: {one_line(r.message or '')}" for r in inapplicable]
     return "\n".join(lines) + "\n"
-
-
-def write(report: Report, path: str | Path, previous: Expectations | None = None) -> Path:
-    """Write the run's expectations atomically."""
-    from conformance.report.writers import write_atomic
-
-    return write_atomic(path, render(report, previous))

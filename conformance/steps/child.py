@@ -24,7 +24,9 @@ def _window(akc: ScenarioContext, call_id: str) -> tuple[int, int]:
 
     pre_tool_call names its call (000 gives its arguments); post_tool_call's payload is free
     (reading post-tool-call-payload): when it names no call, the parent's post_tool_call is the
-    first one after the pre_tool_call that carries the parent turn's TurnInfo."""
+    first one after the pre_tool_call that carries the parent turn's TurnInfo. A kernel that never
+    dispatches either point leaves no window: blocked by TOOL-005 / TOOL-012, not failed here."""
+    akc.require_points_dispatched(["pre_tool_call", "post_tool_call"])
     pre = post = None
     parent_turn_id = None
     for e in akc.hook_dispatches():

@@ -147,6 +147,7 @@ def journal_then_tool_calls(akc: ScenarioContext, datatable: list[list[str]]) ->
         if not isinstance(rec.duration_ms, int | float) or rec.duration_ms < 0:
             raise ConformanceFailure(f"duration in {where}", "a duration (>= 0 ms)", rec.duration_ms)
         if row.get("approval"):
+            akc.require_approver_asked(call_id)
             expect_equal(f"approval in {where}", row["approval"], rec.approval)
 
 

@@ -406,6 +406,7 @@ def then_payload_field(akc: ScenarioContext, point: str, key: str, value: str) -
     """Every dispatch of this point (as the first hook of its chain saw it) has this field value."""
     akc._check_point(point)
     expected = parse_json(value, "payload value")
+    akc.require_points_dispatched([point])
     dispatches = akc.evidence.require(f"dispatches of {point}", akc.hook_dispatches(point))
     for e in dispatches:
         payload = e["payload"] if isinstance(e["payload"], dict) else {}

@@ -564,7 +564,9 @@ def clear_traces(folder: str | Path) -> int:
 
 def dump(trace: Trace) -> str:
     """The trace as JSON with one event per line (small, and a line diff is an event diff)."""
-    data = trace.model_dump(mode="json")
+    from conformance.report.escape import json_safe
+
+    data = json_safe(trace.model_dump(mode="json"))  # kernel text: no lone surrogate in a UTF-8 file
     events = data.pop("events")
     head = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in data.items()]
     body = ",\n".join("    " + json.dumps(e, ensure_ascii=False) for e in events)

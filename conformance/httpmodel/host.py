@@ -111,6 +111,14 @@ def _turn(raw: str | None) -> JSON | None:
     return turn if isinstance(turn, dict) else None
 
 
+def _http_status(exc: ModelCallError) -> int:
+    """The status a failure without one of its own is answered with, as a gateway would: 504 for
+    a timeout, 502 for a stream broken before it started."""
+    if exc.status is not None:
+        return exc.status
+    return 504 if getattr(exc, "kind", "") == "timeout" else 502
+
+
 class _Dropped(Exception):
     """The client closed the connection."""
 
@@ -346,11 +354,17 @@ class ModelHost:
                     await stream.send(frames)
         except ModelCallError as exc:
             if getattr(exc, "kind", "http") == "broken_stream" and started:
-                raise _Dropped from None  # the connection is cut, no terminal event
-            if not started:
-                await self._send_json(conn, stream, exc.status, module.error_body(exc.status, exc.message))
+                # The connection is cut mid-stream, no terminal event. Closed here and returned
+                # from, not raised: an exception leaving the watch's task group comes out as an
+                # ExceptionGroup that the connection loop does not catch (it stopped the host).
+                with anyio.CancelScope(shield=True):
+                    await stream.aclose()
                 return
-            await stream.send(conn.send(h11.Data(data=encoder.error(exc.status, exc.message))) + conn.send(h11.EndOfMessage()))
+            status = _http_status(exc)
+            if not started:
+                await self._send_json(conn, stream, status, module.error_body(status, exc.message))
+                return
+            await stream.send(conn.send(h11.Data(data=encoder.error(status, exc.message))) + conn.send(h11.EndOfMessage()))
             return
         if not streaming:
             await self._send_json(conn, stream, 200, encoder.body())

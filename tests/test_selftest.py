@@ -181,3 +181,29 @@ def test_single_fault_mutants_on_the_whole_suite() -> None:
     raises = by_name["single_fault_limit_raises"]
     assert raises.result.verdicts["BOUND-008"] == "fail" and {"BOUND-002", "BOUND-013"} <= set(raises.blocked)
     assert by_name["single_fault_kernel_no_plan_ready"].result.verdicts["BOUND-001"] == "blocked"
+
+
+def test_tag_007_passes_a_random_start_order_every_time() -> None:
+    """Issue 21 §2: TAG-007 compares two runs of one scenario whose calls run in parallel; a
+    correct kernel that starts them in a random order (variants/start_order.py) passes it in
+    every one of 20 runs (compared in start order, it failed about one run in two)."""
+    from conformance.harness.batch import run_batch
+    from conformance.selftest.variants.start_order import RandomToolStartOrder  # noqa: F401 - registers it
+
+    spec = "conformance.selftest.variants.start_order:random_tool_start_order"
+    verdicts: list[str] = []
+    run_batch(lambda certify: verdicts.extend(
+        certify(spec, profile="commonagent", reqs=["TAG-007"]).verdicts()["TAG-007"] for _ in range(20)))
+    assert verdicts == ["pass"] * 20
+
+
+def test_a_variant_certified_several_times_reruns_the_parallel_checks() -> None:
+    """The random-start-order variant runs the full suite once, then the checks involving
+    parallel calls again; it passes only when every run passes."""
+    entry = next(e for e in entries("variant") if e.name == "random_tool_start_order")
+    job = job_for(entry)
+    assert job.reqs is None and job.runs > 1
+    assert {"TAG-007", "TOOL-001", "CONC-001"} <= set(job.rerun_reqs or [])
+    ok = Row(entry, job, JobResult(entry.name, "variant", 0, {}, rerun_exit_codes=[0] * (job.runs - 1)))
+    flaky = Row(entry, job, JobResult(entry.name, "variant", 0, {}, rerun_exit_codes=[0, 1] + [0] * (job.runs - 3)))
+    assert ok.ok and not flaky.ok

@@ -119,12 +119,14 @@ Capability = Literal[CAPABILITIES]  # type: ignore[valid-type]
 
 
 class ModelCallError(Exception):
-    """Raised from the scripted model's stream: the model API failed (status and message kept)."""
+    """Raised from the scripted model's stream: the model API failed. ``kind`` is ``http`` (the
+    API answered with the error ``status``), ``timeout`` or ``broken_stream`` (no status: None)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status}: {message}")
+    def __init__(self, status: int | None, message: str, kind: str = "http") -> None:
+        super().__init__(f"{status}: {message}" if status is not None else f"{kind}: {message}")
         self.status = status
         self.message = message
+        self.kind = kind
 
 
 class _Model(BaseModel):

@@ -1077,6 +1077,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"incomplete: {call.excinfo.value}")
     result, message = classify(report, call)
+    result, message = _charge_malformed(state.last_run, report, call, result, message)
     if result == "pass" and report.when != "call":
         return  # a passing setup or teardown is not a passing check: only a call that ran to its end is
     if message and result in ("fail", "error") and item.nodeid in state.step:
@@ -1098,6 +1099,22 @@ def _innermost(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
+
+
+def _charge_malformed(run: Any, report: pytest.TestReport, call: pytest.CallInfo[Any], result: str, message: str | None) -> tuple[str, str | None]:
+    """A record the kernel produced held a value of the wrong type (``ScenarioRun.malformed``) and
+    this check broke on it, or failed: the kernel's failure of the requirement the check reads it
+    for, never an error of the suite (docs/adapter.md, "Wrong types")."""
+    from conformance.errors import HarnessError
+
+    malformed = getattr(run, "malformed", None)
+    if not malformed or report.when != "call" or result not in ("fail", "error"):
+        return result, message
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if result == "error" and isinstance(exc, HarnessError):
+        return result, message
+    shown = "; ".join(malformed[:3]) + (f"; and {len(malformed) - 3} more" if len(malformed) > 3 else "")
+    return "fail", f"the kernel produced a value of the wrong type: {shown} ({message})"
 
 
 @pytest.hookimpl(wrapper=True)

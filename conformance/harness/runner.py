@@ -20,6 +20,7 @@ message as such (a ``$/`` ping from a thread of a kernel deadlocked in its turn)
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,7 +30,16 @@ import anyio
 from anyio.from_thread import BlockingPortal
 from pydantic import BaseModel, ValidationError
 
-from conformance.boundary.adapter import RunResult
+from conformance.boundary.adapter import (
+    MessageRecord,
+    Outcome,
+    RunResult,
+    SessionRecord,
+    Span,
+    ToolCallRecord,
+    TurnRecord,
+    UsageEvent,
+)
 from conformance.harness.doubles import HarnessDoubles
 from conformance.httpmodel.host import ModelHost
 from conformance.errors import Unsupported, show
@@ -68,7 +78,13 @@ class ScenarioRun:
     #: circuit breaker like a hang.
     lost_kernel: bool = False
     duration_s: float = 0.0
+    #: The real time (``time.time()``) when the adapter was called and when it returned: the
+    #: window in which a kernel reading the real clock made its ids (IDENT-005).
+    wall_window: tuple[float, float] = (0.0, 0.0)
     doubles: HarnessDoubles | None = field(default=None, repr=False)
+    #: Fields of records the kernel produced with a wrong type or missing ("journal.tool_calls[0]
+    #: .approval: ..."): a check that reads one fails (docs/adapter.md, "Wrong types").
+    malformed: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -111,20 +127,87 @@ def _validation_message(exc: ValidationError) -> str:
     return f"field {loc}: {err.get('msg')}"
 
 
-def validate_result(raw: Any) -> RunResult:
-    """The adapter's return value as a RunResult; raises ValueError naming the bad field."""
-    if isinstance(raw, RunResult):
-        data: Any = raw.model_dump()
-    elif isinstance(raw, BaseModel):
-        data = raw.model_dump()
-    elif isinstance(raw, dict):
-        data = raw
-    else:
-        raise ValueError(f"adapter.run returned {type(raw).__name__}, not a RunResult")
+#: Where a RunResult holds records the kernel itself produced (001's journal records, outcomes,
+#: usage events, spans), by location, with their model. A value of the wrong type in a field of
+#: one (an approval stored as a boolean) is the kernel's, not the adapter's (docs/adapter.md,
+#: "Wrong types").
+KERNEL_RECORDS: dict[tuple[str, ...], type[BaseModel]] = {
+    ("journal", "sessions"): SessionRecord,
+    ("journal", "turns"): TurnRecord,
+    ("journal", "messages"): MessageRecord,
+    ("journal", "tool_calls"): ToolCallRecord,
+    ("journal", "usage"): UsageEvent,
+    ("outcomes",): Outcome,
+    ("usage",): UsageEvent,
+    ("spans",): Span,
+}
+
+
+#: Fields of those records that are the adapter's bookkeeping, not the kernel's values: an
+#: outcome's ``message`` says which user message it answers.
+ADAPTER_FIELDS: dict[tuple[str, ...], frozenset[str]] = {("outcomes",): frozenset({"message"})}
+
+
+def _kernel_record(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel]] | None:
+    """The kernel record an error lies *in a field of* (its location and model), if any."""
+    for where, model in KERNEL_RECORDS.items():
+        n = len(where)
+        if tuple(loc[:n]) == where and len(loc) > n + 1 and isinstance(loc[n], int):
+            if loc[n + 1] in ADAPTER_FIELDS.get(where, ()):
+                return None
+            return tuple(loc[: n + 1]), model
+    return None
+
+
+def _show_path(loc: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def lenient_result(raw: Any) -> tuple[RunResult, list[str]]:
+    """The adapter's return value as a RunResult, and what in it the kernel produced with a wrong
+    type or without a field the seeds define ("journal.tool_calls[0].approval: ..."). Such a
+    record is kept as the kernel made it (unvalidated), so the check that reads the field fails on
+    it and no other check is affected. ValueError naming the bad field when the adapter's own
+    wrapping is malformed (a list that is not a list, a record that is not an object)."""
+    data = _result_data(raw)
     try:
-        return RunResult.model_validate(data)
+        return RunResult.model_validate(data), []
+    except ValidationError as exc:
+        errors = exc.errors()
+    records: dict[tuple[Any, ...], type[BaseModel]] = {}
+    malformed = []
+    for err in errors:
+        found = _kernel_record(tuple(err.get("loc", ())))
+        if found is None:
+            raise ValueError(f"adapter.run returned a malformed RunResult ({_validation_message_of(err)})") from None
+        records[found[0]] = found[1]
+        shown = f"{_show_path(tuple(err['loc']))}: {err.get('msg')}"
+        malformed.append(shown if err.get("type") == "missing" else f"{shown} (the kernel produced {err.get('input')!r})")
+    data = copy.deepcopy(data)
+    for where, model in records.items():
+        parent = data
+        for part in where[:-1]:
+            parent = parent[part]
+        parent[where[-1]] = model.model_construct(**parent[where[-1]])
+    try:
+        return RunResult.model_validate(data), malformed
     except ValidationError as exc:
         raise ValueError(f"adapter.run returned a malformed RunResult ({_validation_message(exc)})") from None
+
+
+def _validation_message_of(err: Any) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+    return f"field {loc}: {err.get('msg')}"
+
+
+def _result_data(raw: Any) -> Any:
+    if isinstance(raw, RunResult):
+        return raw.model_dump()
+    if isinstance(raw, BaseModel):
+        return raw.model_dump()
+    if isinstance(raw, dict):
+        return raw
+    raise ValueError(f"adapter.run returned {type(raw).__name__}, not a RunResult")
 
 
 def _timed_out(run: ScenarioRun, snapshot: dict[str, str]) -> None:
@@ -175,6 +258,7 @@ async def run_scenario(
     limit_s = float(scenario.timeout_s)
     before = scenario.model_dump()
     started = time.perf_counter()
+    wall_start = time.time()
     raw: Any = None
     # A watchdog task snapshots what is in flight *before* the cancellation unwinds it.
     snapshot: dict[str, str] = {}
@@ -216,6 +300,7 @@ async def run_scenario(
                 run.lost_kernel = True
     finally:
         run.duration_s = time.perf_counter() - started
+        run.wall_window = (wall_start, time.time())
         if served is not None and host is not None:
             host.close(served)
     try:
@@ -229,7 +314,7 @@ async def run_scenario(
         )
     if not (run.timed_out or run.error or run.unsupported):
         try:
-            run.result = validate_result(raw)
+            run.result, run.malformed = lenient_result(raw)
         except ValueError as exc:
             run.error = str(exc)
     missing = doubles.log.of("cancel_missing")

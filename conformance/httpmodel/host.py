@@ -8,8 +8,9 @@ usage chunks are the same evidence as in process:
 
 * the kernel closing the connection while its call is open cancels the call (the double logs the
   response as not complete, as it does when an in-process kernel cancels the stream);
-* a scripted error before any chunk is the HTTP status with the dialect's error body; after some
-  chunks it is the dialect's mid-stream error event;
+* a scripted error before any chunk is the HTTP status with the dialect's error body (a
+  ``timeout`` 504, a ``broken_stream`` 502, as a gateway answers); after some chunks it is the
+  dialect's mid-stream error event, but a ``broken_stream`` cuts the connection;
 * a request for a scenario that has ended is a stray: logged on that scenario (``http_stray``),
   kept in ``host.strays`` for the report, and answered 410 — never the next scenario's script.
 
@@ -109,6 +110,14 @@ def _turn(raw: str | None) -> JSON | None:
     except ValueError:
         return None
     return turn if isinstance(turn, dict) else None
+
+
+def _http_status(exc: ModelCallError) -> int:
+    """The status of a scripted failure: an ``http`` error's own; a ``timeout`` or a
+    ``broken_stream`` before any chunk has none, and is answered as a gateway would (504 / 502)."""
+    if exc.status is not None:
+        return int(exc.status)
+    return 504 if getattr(exc, "kind", "") == "timeout" else 502
 
 
 class _Dropped(Exception):
@@ -345,12 +354,14 @@ class ModelHost:
                 if frames:
                     await stream.send(frames)
         except ModelCallError as exc:
-            if getattr(exc, "kind", "http") == "broken_stream" and started:
+            kind = getattr(exc, "kind", "http")
+            if kind == "broken_stream" and started:
                 raise _Dropped from None  # the connection is cut, no terminal event
+            status = _http_status(exc)
             if not started:
-                await self._send_json(conn, stream, exc.status, module.error_body(exc.status, exc.message))
+                await self._send_json(conn, stream, status, module.error_body(status, exc.message))
                 return
-            await stream.send(conn.send(h11.Data(data=encoder.error(exc.status, exc.message))) + conn.send(h11.EndOfMessage()))
+            await stream.send(conn.send(h11.Data(data=encoder.error(status, exc.message))) + conn.send(h11.EndOfMessage()))
             return
         if not streaming:
             await self._send_json(conn, stream, 200, encoder.body())

@@ -3,44 +3,12 @@ Markdown (a CI step summary), each written atomically (temp file + rename) once 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from conformance.files import write_atomic  # noqa: F401 - the writers' own, re-exported for their callers
 from conformance.report import escape
 from conformance.report.model import UNPROVEN, VERDICTS, Report, RequirementResult, explanation, short_title, summary_line
-
-def _mode_for(target: Path) -> int:
-    """An existing file keeps its mode; a new one gets what ``open`` would give (0666 less the umask)."""
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same folder and a rename (a symlinked
-    path is written through, to the file it points to)."""
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode = _mode_for(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target
-
 
 def to_json(report: Report) -> str:
     """The report as JSON; kernel text holding a lone surrogate (UTF-8 cannot carry it) goes

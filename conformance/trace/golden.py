@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.errors import UsageError
+from conformance.files import write_atomic
 from conformance.trace.canonical import Trace, dump, load, trace_filename
 from conformance.trace.diff import DiffResult, Selection, compare, parse_categories, read_trace, trace_files
 
@@ -140,8 +141,6 @@ def compare_golden(traces_dir: str | Path, golden_dir: str | Path, *, partial: b
 def update_golden(traces_dir: str | Path, golden_dir: str | Path, *, partial: bool) -> tuple[int, int]:
     """Write the run's traces as the golden folder (atomically, file by file); a full run also
     removes goldens whose scenario no longer exists. Returns (written, removed)."""
-    from conformance.report.writers import write_atomic
-
     golden = Path(golden_dir)
     golden.mkdir(parents=True, exist_ok=True)
     now = run_traces(traces_dir)

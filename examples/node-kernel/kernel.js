@@ -24,14 +24,14 @@ const INFO = {
   language: 'javascript',
   homepage: null,
   profiles: ['kernel'],
-  capabilities: ['max_cost_usd', 'max_wall_clock_s', 'injectable_clock'],
+  capabilities: ['max_cost_usd', 'max_wall_clock_s', 'injectable_clock', 'live_clock'],
   doom_loop_subtype: 'error_doom_loop',
   dialects: OVER_HTTP ? ['openai-chat'] : [],
   // How each hook point, capability and observation maps onto this kernel: all its own.
   mechanisms: Object.fromEntries([
     'session-start', 'context-assemble', 'pre-model-call', 'post-model-response', 'pre-tool-call',
     'plan-ready', 'post-tool-call', 'post-apply', 'session-end',
-    'max_cost_usd', 'max_wall_clock_s', 'injectable_clock',
+    'max_cost_usd', 'max_wall_clock_s', 'injectable_clock', 'live_clock',
     'policy_precheck', 'tool_kinds', 'concurrency_keys', 'terminal_tool', 'max_turns', 'final_turn',
     'doom_loop', 'usage', 'spans', 'journal', 'turn_info', 'tags', 'cancellation',
   ].map((name) => [name, { kind: 'native', via: `node-kernel ${name}` }])),
@@ -192,8 +192,12 @@ class Kernel {
     this.sessionTags = new Map();
   }
 
-  // The harness clock (capability injectable_clock): start + advance x model requests so far.
-  now() { return this.sc.clock.start + this.sc.clock.advance_per_model_call * this.modelCalls; }
+  // The harness clock (capabilities injectable_clock, live_clock): start + advance x model
+  // requests so far, or the harness's latest `clock` notification if that is later.
+  now() {
+    const local = this.sc.clock.start + this.sc.clock.advance_per_model_call * this.modelCalls;
+    return harnessNow === null ? local : Math.max(local, harnessNow);
+  }
 
   span(name, kind, parent, attributes = {}) {
     const s = { span_id: uuid7(), parent_id: parent, name, kind, start: this.now(), end: null, attributes };
@@ -543,10 +547,12 @@ class Kernel {
 
 let cancelTokens = []; // tokens of the running scenario's user messages, by index
 let runningSeq = null;
+let harnessNow = null; // the largest `clock` reading of the running scenario
 
 async function onRun(id, { seq, scenario, http_model: httpModel }) {
   runningSeq = seq;
   cancelTokens = [];
+  harnessNow = null;
   const reply = (env) => out({ id, result: { seq, ...env } });
   try {
     if (scenario.profile !== 'kernel') return reply({ status: 'skipped', reason: `profile ${scenario.profile} is not implemented` });
@@ -583,6 +589,10 @@ function onLine(line) {
   }
   if (msg.method === 'cancel') { // cancel that user message's running turn
     if (msg.params.seq === runningSeq && cancelTokens[msg.params.message]) cancelTokens[msg.params.message].cancel();
+    return;
+  }
+  if (msg.method === 'clock') { // the harness clock moved: read before the response that follows
+    if (msg.params.seq === runningSeq) harnessNow = harnessNow === null ? msg.params.now : Math.max(harnessNow, msg.params.now);
     return;
   }
   if (msg.method === 'model.chunk') {

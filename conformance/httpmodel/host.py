@@ -141,6 +141,8 @@ class ModelHost:
         self._ended: OrderedDict[str, Any] = OrderedDict()
         #: (doubles, what) of each request that came for an ended scenario.
         self.strays: list[tuple[Any, str]] = []
+        #: What broke in a connection's handling (the connection is closed; the listener goes on).
+        self.errors: list[str] = []
 
     async def serve(self, *, task_status: TaskStatus[ModelHost] = anyio.TASK_STATUS_IGNORED) -> None:
         """Listen until cancelled; ``await tg.start(host.serve)`` returns once it is bound."""
@@ -192,6 +194,8 @@ class ModelHost:
                     conn.start_next_cycle()
             except (_Dropped, anyio.BrokenResourceError, anyio.ClosedResourceError, h11.ProtocolError):
                 return
+            except Exception as exc:  # noqa: BLE001 - one connection's trouble never ends the listener
+                self.errors.append(f"{type(exc).__name__}: {exc}")  # (whose task group is the harness loop's)
 
     async def _read(self, conn: h11.Connection, stream: SocketStream) -> tuple[h11.Request, bytes] | None:
         request: h11.Request | None = None
@@ -328,7 +332,7 @@ class ModelHost:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch, tg.cancel_scope)
                 try:
-                    await self._answer(conn, stream, chunks, encoder, module, streaming)
+                    dropped = await self._answer(conn, stream, chunks, encoder, module, streaming) or dropped
                 finally:
                     tg.cancel_scope.cancel()
         finally:
@@ -337,7 +341,8 @@ class ModelHost:
         if dropped:
             raise _Dropped
 
-    async def _answer(self, conn: h11.Connection, stream: SocketStream, chunks: Any, encoder: Any, module: Any, streaming: bool) -> None:
+    async def _answer(self, conn: h11.Connection, stream: SocketStream, chunks: Any, encoder: Any, module: Any, streaming: bool) -> bool:
+        """Answer the call from the double's chunks; True when the connection must be cut."""
         started = False
         try:
             async for chunk in chunks:
@@ -356,19 +361,20 @@ class ModelHost:
         except ModelCallError as exc:
             kind = getattr(exc, "kind", "http")
             if kind == "broken_stream" and started:
-                raise _Dropped from None  # the connection is cut, no terminal event
+                return True  # the connection is cut, no terminal event
             status = _http_status(exc)
             if not started:
                 await self._send_json(conn, stream, status, module.error_body(status, exc.message))
-                return
+                return False
             await stream.send(conn.send(h11.Data(data=encoder.error(status, exc.message))) + conn.send(h11.EndOfMessage()))
-            return
+            return False
         if not streaming:
             await self._send_json(conn, stream, 200, encoder.body())
-            return
+            return False
         tail = encoder.end()
         if not started:
             head = h11.Response(status_code=200, headers=[("content-type", "text/event-stream"), ("cache-control", "no-cache")])
             await stream.send(conn.send(head) + conn.send(h11.Data(data=tail)) + conn.send(h11.EndOfMessage()))
-            return
+            return False
         await stream.send(conn.send(h11.Data(data=tail)) + conn.send(h11.EndOfMessage()))
+        return False

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A small agent kernel in plain JavaScript (Node 20, no npm dependencies) implementing the
+// A small agent kernel in plain JavaScript (Node 20; no npm dependencies but the optional `openai`) implementing the
 // `kernel` profile (seed 003's RunTurn) and speaking the akc stdio wire protocol
 // (docs/protocol.md): JSON-RPC 2.0, one JSON object per line. The harness's model, tools, hooks
 // and policy are callbacks; everything else (the loop, concurrency keys, bounds, doom loop, cost,

@@ -433,10 +433,10 @@ def ident_then_session_order(akc: ScenarioContext) -> None:
 
 @then(parsers.re(r"the (?P<n>\d+) turns of the run have distinct turn ids and (?P<sessions>one|\d+) session ids?$"))
 def ident_then_distinct_turns(akc: ScenarioContext, n: str, sessions: str = "one") -> None:
-    """n turn ids (a new one per turn, the same through a turn) and that many session ids (one:
-    a single session), counted over the first of these the kernel reports at all: the TurnInfos
-    the hooks saw, the turns its journal stored (or the writes it reported), the outcomes, the
-    spans. The message says where it looked."""
+    """n turn ids (a new one per turn, the same through a turn) and that many session ids, counted
+    over the first of these the kernel reports at all: the TurnInfos the hooks saw, the turns its
+    journal stored (or the writes it reported), the outcomes, the spans. The message says where
+    it looked."""
     pairs: dict[str, list[tuple[str, str]]] = {
         "hook TurnInfos": [],
         "the journal's turns": [(t.turn.turn_id, t.turn.session_id) for t in akc.result.journal.turns],

@@ -46,6 +46,9 @@ class KernelEntry:
     #: Cap on every scenario's timeout for this kernel (``akc run --timeout-cap``); None: the
     #: matrix's own setting (by default each scenario's timeout).
     timeout_cap_s: float | None = None
+    #: Multiply every scenario's timeout for this kernel (``akc run --timeout-scale``): a kernel
+    #: that starts slowly (a fresh process per scenario) would otherwise time out before it acts.
+    timeout_scale: float | None = None
 
     def python(self) -> str | None:
         """The interpreter to run this kernel's suite with, or None when it is not installed."""
@@ -119,6 +122,9 @@ KERNELS: list[KernelEntry] = [
         probe="run_agent",
         profile="commonagent",
         description="hermes-agent 0.19.0 `AIAgent.run_conversation`, a fresh process per scenario",
+        # its fresh process imports hermes before the first event: a 5 s scenario ran out before
+        # hermes did anything (the audit's TOOL-003); scaled by 6 it passed in 31.9 s
+        timeout_scale=6.0,
     ),
 ]
 

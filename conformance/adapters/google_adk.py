@@ -12,9 +12,11 @@ the request to the harness's scripted model (``Doubles.model_stream``) and yield
 
 What maps to what (the ``LlmAgent`` callbacks):
 
-* ``session-start`` → ``before_agent_callback``; ``session-end`` → ``after_agent_callback`` and, when
-  the run raises, a plugin's ``on_agent_error_callback`` (``plugins/base_plugin.py:383-402``, run
-  from ``agents/base_agent.py:470-471``), on an ``App`` with that plugin.
+* ``session-start`` → ``before_agent_callback``; ``session-end`` → ``after_agent_callback`` (also run
+  when the run is cancelled, ``agents/base_agent.py:453-467``: the dispatch is shielded from the
+  host's cancel scope, subtype ``cancelled``) and, when
+  the run raises, a plugin's ``on_run_error_callback`` (``plugins/base_plugin.py:403-419``, run
+  from ``runners.py:1622-1629``), on an ``App`` with that plugin.
 * ``context-assemble`` and ``pre-model-call`` → ``before_model_callback``, which may mutate the
   ``LlmRequest`` ("Callback can mutate the request", ``agents/llm_agent.py:494-507``): a replaced
   history / request is written into ``llm_request.contents`` / ``config``.
@@ -51,6 +53,7 @@ doom-loop detector, a cost or wall-clock bound, TurnInfo and tags. Sub-agents ar
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import uuid
@@ -248,7 +251,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-model-response": _m("native", "LlmAgent.after_model_callback (a returned LlmResponse replaces the model's)"),
     "pre-tool-call": _m("native", "LlmAgent.after_model_callback (every call of the response, before any task starts)"),
     "post-tool-call": _m("native", "BasePlugin.on_event_callback (the merged function-response event)"),
-    "session-end": _m("native", "LlmAgent.after_agent_callback / BasePlugin.on_agent_error_callback (the run raised)"),
+    "session-end": _m("native", "LlmAgent.after_agent_callback / BasePlugin.on_run_error_callback (the run raised)"),
     "plan-ready": _m("absent"),
     "post-apply": _m("native", "BasePlugin.on_event_callback (the merged function-response event)", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)"),
@@ -355,7 +358,13 @@ class GoogleAdkAdapter:
             await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
 
         async def after_agent(callback_context: Any) -> None:
-            await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
+            # ADK runs after_agent_callback also when the task driving the agent is cancelled
+            # (agents/base_agent.py:453-467); the host's cancel scope would cancel this dispatch
+            # too, so it is shielded, and reports the cancellation the task is going through
+            task = asyncio.current_task()
+            subtype = "cancelled" if task is not None and task.cancelling() else "success"
+            with anyio.CancelScope(shield=True):
+                await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": subtype}, _turn.get())
 
         async def before_model(callback_context: Any, llm_request: Any) -> None:
             turn = _turn.get()
@@ -436,10 +445,11 @@ class GoogleAdkAdapter:
 
         class SessionEndOnError(BasePlugin):
             """session-end when the run raises: ADK's plugin callback for an exception escaping the
-            agent (plugins/base_plugin.py:383-402, run from agents/base_agent.py:470-471), since
-            after_agent_callback is not reached then."""
+            runner (plugins/base_plugin.py:403-419, runners.py:1622-1629), since
+            after_agent_callback is not reached then; it also covers an exception raised by a
+            plugin's own callback (post-tool-call's, on the function-response event)."""
 
-            async def on_agent_error_callback(self, *, agent: Any, callback_context: Any, error: Exception) -> None:
+            async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "error"}, _turn.get())
 
         agent = LlmAgent(

@@ -66,7 +66,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then nothing the cancelled model call streamed is stored
     And no assistant message stands for the cancelled model call
 
-  @commonagent @STOP-004
+  @commonagent @STOP-004 @dim:cancel_at=between-steps
   Scenario: CommonAgent - a turn cancelled between steps ends interrupted, reported and stored
     Given a tool "lookup"
     And the model calls "lookup" with {} as "c1"
@@ -76,7 +76,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then the run ends with status "interrupted"
     And the stored status of user message 1 is "interrupted"
 
-  @commonagent @STOP-004
+  @commonagent @STOP-004 @dim:cancel_at=model-call
   Scenario: CommonAgent - a turn cancelled during a model call ends interrupted, reported and stored
     Given the model answers "half an answer" in 2 chunks
     And the turn is cancelled at model call 1
@@ -84,7 +84,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then the run ends with status "interrupted"
     And the stored status of user message 1 is "interrupted"
 
-  @commonagent @STOP-005
+  @commonagent @STOP-005 @dim:cancel_at=between-steps
   Scenario: CommonAgent - after a cancel between steps, agent_loop_stopped fires with reason cancelled, then on_session_end
     Given a tool "lookup"
     And the model calls "lookup" with {} as "c1"
@@ -97,7 +97,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
       | agent_loop_stopped |
       | on_session_end     |
 
-  @commonagent @STOP-005
+  @commonagent @STOP-005 @dim:cancel_at=model-call
   Scenario: CommonAgent - after a cancel during a model call, agent_loop_stopped fires with reason cancelled, then on_session_end
     Given the model answers "half an answer" in 2 chunks
     And the turn is cancelled at model call 1
@@ -107,7 +107,31 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
       | agent_loop_stopped |
       | on_session_end     |
 
-  @commonagent @TURN-020
+  # Issue 21: the third place a cancel can land, while a tool runs (000: "stops the turn between
+  # steps"; the turn still ends interrupted, with agent_loop_stopped).
+  @commonagent @STOP-004 @dim:cancel_at=tool-call
+  Scenario: CommonAgent - a turn cancelled while a tool runs ends interrupted, reported and stored
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model answers "never reached"
+    And the turn is cancelled when call "c1" starts
+    When the kernel runs
+    Then the run ends with status "interrupted"
+    And the stored status of user message 1 is "interrupted"
+
+  @commonagent @STOP-005 @dim:cancel_at=tool-call
+  Scenario: CommonAgent - after a cancel while a tool runs, agent_loop_stopped fires with reason cancelled, then on_session_end
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model answers "never reached"
+    And the turn is cancelled when call "c1" starts
+    When the kernel runs
+    Then "agent_loop_stopped" was dispatched once, with "reason" "cancelled"
+    And the last hook points of the run are:
+      | agent_loop_stopped |
+      | on_session_end     |
+
+  @commonagent @TURN-020 @dim:status=interrupted
   Scenario: CommonAgent - on_session_end ends a cancelled turn too, after its status is stored
     Given the model answers "half an answer" in 2 chunks
     And the turn is cancelled at model call 1

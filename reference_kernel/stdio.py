@@ -183,7 +183,7 @@ class Server:
             self.respond(rid, error={"code": INVALID_PARAMS, "message": f"invalid scenario: {exc}"})
             return
         try:
-            result = await self.adapter.run(scenario, WireDoubles(self, seq, scenario))
+            result = await self.adapter.run(scenario, WireDoubles(self, seq, scenario, params.get("http_model")))
             envelope: dict[str, Any] = {"seq": seq, "status": "ok", "result": result.model_dump(mode="json")}
         except Exception as exc:  # noqa: BLE001 - the adapter broke: say so, with context
             envelope = {
@@ -202,20 +202,42 @@ def _result(msg: dict[str, Any]) -> Any:
     code = err.get("code")
     if code == MODEL_ERROR:
         data = err.get("data") or {}
-        raise ModelCallError(int(data.get("status", 500)), str(data.get("message", err.get("message", ""))))
+        status = data.get("status", 500)
+        raise ModelCallError(
+            None if status is None else int(status),
+            str(data.get("message", err.get("message", ""))),
+            str(data.get("kind", "http")),
+        )
     if code == TOOL_FAILED:
         raise ToolFailed(str(err.get("message", "")))
     raise RuntimeError(f"harness error {code}: {err.get('message')}")
 
 
+class ServedModel:
+    """The run request's ``http_model`` as ``doubles.http_model`` is in process: the scenario's
+    model served over HTTP (docs/http-kernels.md)."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.base_urls: dict[str, str] = dict(params.get("base_urls") or {})
+        self.api_key: str = str(params.get("api_key", ""))
+
+    def base_url(self, dialect: str) -> str:
+        try:
+            return self.base_urls[dialect]
+        except KeyError:
+            raise ValueError(f"the harness serves no dialect {dialect!r} (it serves {', '.join(self.base_urls)})") from None
+
+
 class WireDoubles:
     """The Doubles protocol, each method a callback to the harness."""
 
-    def __init__(self, server: Server, seq: int, scenario: Scenario) -> None:
+    def __init__(self, server: Server, seq: int, scenario: Scenario, http_model: dict[str, Any] | None = None) -> None:
         self.server = server
         self.seq = seq
+        self.scenario = scenario
         self.clock = scenario.clock
         self.model_calls = 0
+        self.http_model = ServedModel(http_model) if http_model else None
 
     def model_stream(self, request: dict[str, Any], turn: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         # Sent now, as in-process the request is seen (and the clock advances) when it is made.

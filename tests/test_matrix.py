@@ -160,3 +160,12 @@ def test_not_offered_for_lack_of_the_capability_itself_is_not_not_wired() -> Non
     assert not (r.requirements[0].message or "").startswith("not wired")
     doc = m.build([m.Column("fw", "x.fw:factory", report=r)], [{"id": "COST-005", "level": "MUST", "statement": "s"}])
     assert "not_wired" not in doc["requirements"][0]
+
+
+def test_from_reports_rebuilds_the_same_document_from_the_committed_reports(tmp_path: Path) -> None:
+    """``akc matrix --from-reports``: nothing runs; each column is its committed report again."""
+    cols = columns()
+    m.write_reports(cols, tmp_path)
+    again = m.run_matrix([KernelEntry(name=c.name, adapter=c.adapter) for c in cols], m.Committed(tmp_path))
+    assert m.build(again, CATALOG)["requirements"] == m.build(cols, CATALOG)["requirements"]
+    assert again[2].status == m.NOT_INSTALLED and "no committed report" in (again[2].note or "")

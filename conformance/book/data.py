@@ -110,7 +110,12 @@ class ScenarioDoc:
 
     @property
     def other_tags(self) -> list[str]:
-        return [t for t in self.tags if not REQ_ID.match(t) and t not in PROFILES]
+        return [t for t in self.tags if not REQ_ID.match(t) and t not in PROFILES and not t.startswith("dim:")]
+
+    @property
+    def dims(self) -> list[str]:
+        """The input-dimension cells the scenario covers (its ``@dim:`` tags), as ``name=value``."""
+        return [t.removeprefix("dim:") for t in self.tags if t.startswith("dim:")]
 
 
 def _steps(raw: list[dict[str, Any]]) -> list[Step]:

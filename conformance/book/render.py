@@ -143,6 +143,8 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
                 "area": book.area_of(req.id),
                 "check": check,
                 "message": message,
+                # why the FAIL holds, with its citation in the framework's source (or unconfirmed)
+                "cause": result.get("fail_cause") if verdict == "fail" else None,
                 "blocked_by": [(b, _blocker_link(b, kernel, book)) for b in result.get("blocked_by") or kernel.blocked_by.get(req.id) or []],
                 "timeline": timeline.build(trace) if isinstance(trace, dict) else None,
             }

@@ -53,6 +53,12 @@ def register(app: typer.Typer) -> None:
                 f"({', '.join(report.profiles)})"
             )
             raise typer.Exit(0)
+        from conformance.harness.plugin import UNREACHED
+
+        unreached = next((e for e in report.errors if UNREACHED in e), None)
+        if unreached is not None:  # one fault: every smoke check failed for it
+            typer.echo(f"adapter does not work: {unreached.removeprefix('stopped: ')}")
+            raise typer.Exit(1)
         typer.echo(f"adapter does not work: {len(bad)} smoke requirement(s) did not pass — suspect the adapter or basic kernel behaviour before reading the full suite's verdicts")
         for r in bad:
             typer.echo(f"  {r.id} {r.verdict}: {explanation(r)}")

@@ -126,6 +126,16 @@ class AkcState:
     #: How the kernel was lost in those scenarios (``lost_how``).
     lost_how: set[str] = field(default_factory=set)
     stopped: str | None = None
+    #: Model calls the scenarios run so far scripted, and the model requests that reached the
+    #: harness (a kernel whose model calls never arrive is not wired to the harness's model).
+    scripted_calls: int = 0
+    reached_calls: int = 0
+    unreached_runs: int = 0
+    refused_requests: list[str] = field(default_factory=list)
+    #: The dialects the kernel's model calls came in over HTTP (``doubles.http_model.used``).
+    dialects_used: set[str] = field(default_factory=set)
+    #: id of each scenario run's doubles → the item that ran it (to place HTTP strays).
+    doubles_items: dict[int, str] = field(default_factory=dict)
     #: The scenario an interruption (signal, os._exit in a supervised child) landed in.
     interrupted_in: str | None = None
     progress: Any = None
@@ -189,6 +199,7 @@ class AkcState:
         and count hangs in a row for the circuit breaker."""
         if self.current is not None:
             self.last_run = run
+        self._tally_model_calls(run)
         if getattr(run, "timed_out", False) or getattr(run, "lost_kernel", False):
             self.hangs_in_a_row += 1
             self.lost_how.add(lost_how(run))
@@ -202,6 +213,39 @@ class AkcState:
                 f"{', '.join(how[:-1]) + ' or ' + how[-1] if len(how) > 1 else how[0]} "
                 f"(circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
             )
+
+    def _tally_model_calls(self, run: Any) -> None:
+        """Count what the scenarios scripted and what reached the harness: a run in which
+        scenarios ran to an end and no model call ever arrived says so once, at the head of the
+        report (``unreached_message``). The verdicts stay: from the harness's side a kernel
+        pointed at a model of its own and a kernel that does nothing look the same (no model
+        call), and the second must fail."""
+        doubles = getattr(run, "doubles", None)
+        served = getattr(doubles, "http_model", None)
+        if served is not None:
+            self.dialects_used |= served.used
+        scripted = getattr(doubles, "scripted_calls", 0)
+        if not scripted:
+            return
+        self.scripted_calls += scripted
+        self.reached_calls += doubles.model_calls
+        self.refused_requests += [f"{e['status']} {e['message']}" for e in doubles.log.of("http_rejected")]
+        result = getattr(run, "result", None)
+        if result is not None and result.rejected is None and doubles.model_calls == 0:
+            self.unreached_runs += 1
+
+    def unreached_message(self) -> str:
+        refused = ""
+        if self.refused_requests:
+            refused = f" ({len(self.refused_requests)} HTTP request(s) were refused, the first: {self.refused_requests[0]})"
+        return (
+            f"{self.reached_calls} of {self.scripted_calls} {UNREACHED}{refused}; the kernel must call "
+            "the model the harness serves (doubles.model_stream or the HTTP base URL in the run request; docs/http-kernels.md)"
+        )
+
+
+#: The words of that message a command can look for (``akc smoke`` makes it its headline).
+UNREACHED = "model requests reached the harness"
 
 
 def lost_how(run: Any) -> str:
@@ -224,6 +268,18 @@ def take_strays(state: AkcState, adapter: Any) -> None:
     for seq, what in take():
         check = state.checks.get(state.seq_items.get(seq, ""))
         message = f"stray message from the kernel for this scenario (seq {seq}): {what}"
+        if check is not None:
+            check.worsen("error", message)
+        else:
+            state.collect_errors.append(message)
+
+
+def take_http_strays(state: AkcState, host: Any) -> None:
+    """Model requests that came over HTTP for a scenario that had ended: an ``error`` of that
+    scenario's check, as a stdio stray is."""
+    for doubles, what in host.take_strays() if host is not None else []:
+        check = state.checks.get(state.doubles_items.get(id(doubles), ""))
+        message = f"stray HTTP request from the kernel for this scenario: {what}"
         if check is not None:
             check.worsen("error", message)
         else:
@@ -263,8 +319,11 @@ def _recording_runner(state: AkcState) -> PortalRunner:
             seq = getattr(adapter, "seq", None)
             if isinstance(seq, int) and state.current is not None:
                 state.seq_items[seq] = state.current
+            if state.current is not None:
+                state.doubles_items[id(result.doubles)] = state.current
             state.record(result)
             take_strays(state, adapter)
+            take_http_strays(state, self.host)
             return result
 
     return RecordingRunner(state.backend, state.timeout_cap_s, timeout_scale=state.timeout_scale).start()
@@ -1176,6 +1235,8 @@ def build_report(state: AkcState) -> Report:
                     c.trace = state.failed_traces.get((c.feature, c.scenario))
     info = state.info
     code = verdicts.exit_code
+    if getattr(state, "unreached_runs", 0) and not state.reached_calls:  # (a crashed child's state has no tally)
+        state.collect_errors.insert(0, state.unreached_message())
     if state.collect_errors and code == 0:
         code = 3
     report = Report(
@@ -1183,6 +1244,7 @@ def build_report(state: AkcState) -> Report:
         kernel=KernelInfo(
             name=info.name, version=info.version, language=info.language, profiles=list(info.profiles),
             capabilities=list(info.capabilities), readings=dict(info.readings), mechanisms=dict(info.mechanisms),
+            dialects=list(getattr(info, "dialects", [])), dialects_used=sorted(getattr(state, "dialects_used", ())),
         ),
         profiles=list(state.profiles),
         requirements=verdicts.requirements,

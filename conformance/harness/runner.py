@@ -41,6 +41,7 @@ from conformance.boundary.adapter import (
     UsageEvent,
 )
 from conformance.harness.doubles import HarnessDoubles
+from conformance.httpmodel.host import ModelHost
 from conformance.errors import Unsupported, show
 from conformance.boundary.scenario import Scenario
 
@@ -77,6 +78,9 @@ class ScenarioRun:
     #: circuit breaker like a hang.
     lost_kernel: bool = False
     duration_s: float = 0.0
+    #: The real time (``time.time()``) when the adapter was called and when it returned: the
+    #: window in which a kernel reading the real clock made its ids (IDENT-005).
+    wall_window: tuple[float, float] = (0.0, 0.0)
     doubles: HarnessDoubles | None = field(default=None, repr=False)
     #: Fields of records the kernel produced with a wrong type or missing ("journal.tool_calls[0]
     #: .approval: ..."): a check that reads one fails (docs/adapter.md, "Wrong types").
@@ -241,15 +245,20 @@ def _base_exception_message(exc: BaseException) -> str:
     )
 
 
-async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoubles | None = None) -> ScenarioRun:
+async def run_scenario(
+    adapter: Any, scenario: Scenario, *, doubles: HarnessDoubles | None = None, host: ModelHost | None = None
+) -> ScenarioRun:
     """Run ``scenario`` through ``adapter`` under its hard timeout (read before the adapter runs:
-    an adapter that changes the scenario it is given is reported, and cannot extend its time)."""
+    an adapter that changes the scenario it is given is reported, and cannot extend its time).
+    The scenario's model is served over HTTP by ``host`` (the event loop's; without one, a host
+    serves this scenario alone) as ``doubles.http_model``."""
     doubles = doubles or HarnessDoubles(scenario)
     run = ScenarioRun(scenario=scenario, doubles=doubles)
     run.log = doubles.log.events
     limit_s = float(scenario.timeout_s)
     before = scenario.model_dump()
     started = time.perf_counter()
+    wall_start = time.time()
     raw: Any = None
     # A watchdog task snapshots what is in flight *before* the cancellation unwinds it.
     snapshot: dict[str, str] = {}
@@ -260,8 +269,12 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
         snapshot["slow" if slow else "diagnostic"] = slow or hang_diagnostic(scenario, doubles, limit_s, adapter)
         scope.cancel()
 
+    served = None
     try:
         async with anyio.create_task_group() as tg:
+            if host is None:
+                host = await tg.start(ModelHost().serve)
+            served = host.open(doubles)
             tg.start_soon(watchdog, tg.cancel_scope)
             raw = await adapter.run(scenario, doubles)
             tg.cancel_scope.cancel()
@@ -287,6 +300,9 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
                 run.lost_kernel = True
     finally:
         run.duration_s = time.perf_counter() - started
+        run.wall_window = (wall_start, time.time())
+        if served is not None and host is not None:
+            host.close(served)
     try:
         changed = sorted(k for k, v in scenario.model_dump().items() if before.get(k) != v)
     except Exception:  # noqa: BLE001 - the adapter broke the scenario object itself
@@ -325,6 +341,8 @@ class PortalRunner:
         #: otherwise pay the whole grace in every run of every such scenario).
         self.grace_s = BACKSTOP_GRACE_S if timeout_cap_s is None else min(BACKSTOP_GRACE_S, timeout_cap_s)
         self._portal: BlockingPortal | None = None
+        #: The current loop's served model (every scenario's model double over HTTP).
+        self.host: ModelHost | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
@@ -355,6 +373,7 @@ class PortalRunner:
         async def main() -> None:
             async with BlockingPortal() as portal, anyio.create_task_group() as tg:
                 tg.start_soon(heartbeat, portal)
+                self.host = await tg.start(ModelHost().serve)
                 self._portal = portal
                 self._ready.set()
                 await portal.sleep_until_stopped()
@@ -403,7 +422,7 @@ class PortalRunner:
         limit_s = float(scenario.timeout_s)
         doubles = HarnessDoubles(scenario, rendezvous_timeout_s=rendezvous_timeout_s)
         try:
-            future = self.portal.start_task_soon(_run_with, adapter, scenario, doubles)
+            future = self.portal.start_task_soon(_run_with, adapter, scenario, doubles, self.host)
         except RuntimeError as exc:  # the loop died under a previous scenario
             self._abandon()
             run = ScenarioRun(scenario=scenario, doubles=doubles, log=doubles.log.events, lost_kernel=True)
@@ -463,8 +482,8 @@ class PortalRunner:
             self._thread.join(timeout=5)
 
 
-async def _run_with(adapter: Any, scenario: Scenario, doubles: HarnessDoubles) -> ScenarioRun:
-    return await run_scenario(adapter, scenario, doubles=doubles)
+async def _run_with(adapter: Any, scenario: Scenario, doubles: HarnessDoubles, host: ModelHost | None) -> ScenarioRun:
+    return await run_scenario(adapter, scenario, doubles=doubles, host=host)
 
 
 def run_sync(adapter: Any, scenario: Scenario, backend: str = "asyncio") -> ScenarioRun:

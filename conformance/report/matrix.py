@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapters import KERNELS, KernelEntry
+from conformance.report.fail_causes import Cause, cause_of, lacking
 from conformance.report.model import VERDICTS, Report, RequirementResult, explanation
 from conformance.report.writers import write_atomic
 
@@ -156,6 +157,27 @@ class Runner:
             return column
 
 
+@dataclass
+class Committed:
+    """A runner that runs nothing: each kernel's column from its committed report
+    (``akc matrix --from-reports``), to rebuild the documents after a change to what they are
+    made of (``conformance/catalog/fail_causes.toml``, the Markdown layout) without minutes of runs."""
+
+    folder: Path = DEFAULT_REPORTS
+
+    def __call__(self, entry: KernelEntry) -> Column:
+        column = Column(name=entry.name, adapter=entry.adapter, description=entry.description)
+        path = Path(self.folder) / f"{entry.name}.json"
+        if not path.is_file():
+            column.status, column.note = NOT_INSTALLED, f"no committed report ({path})"
+            return column
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for req in data.get("requirements", []):
+            req.pop("fail_cause", None)  # written from fail_causes.toml, so written again
+        column.report = Report.model_validate(data)
+        return column
+
+
 def run_matrix(
     kernels: Sequence[KernelEntry] = KERNELS,
     runner: Callable[[KernelEntry], Column] | None = None,
@@ -183,22 +205,25 @@ def run_matrix(
     return [done[i] for i in range(len(kernels))]
 
 
-def scrubbed(report: Report) -> str:
+def scrubbed(report: Report, kernel: str = "") -> str:
     """A kernel's report as committed JSON: run-specific ids, paths and durations removed, so
-    regenerating it from the same kernel gives the same file."""
+    regenerating it from the same kernel gives the same file; each FAIL carries its ``fail_cause``."""
     data = report.model_dump(mode="json", exclude_none=True)
     data["duration_s"] = 0.0
     data.pop("jobs", None)  # how the run was cut up, not what it found
+    results = {r.id: r for r in report.requirements}
     for req in data.get("requirements", []):  # traces hold timings; the messages say what failed
         for check in req.get("checks", []):
             check.pop("trace", None)
+        if kernel and req.get("verdict") == "fail":
+            req["fail_cause"] = cause_of_fail(results[req["id"]], report, kernel).as_json()
     text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
     return _RUN_SPECIFIC.sub("<id>", text) + "\n"
 
 
 def write_reports(columns: Sequence[Column], folder: str | Path = DEFAULT_REPORTS) -> list[Path]:
     """Each kernel's full JSON report, ``<folder>/<kernel>.json``."""
-    return [write_atomic(Path(folder) / f"{c.name}.json", scrubbed(c.report)) for c in columns if c.report is not None]
+    return [write_atomic(Path(folder) / f"{c.name}.json", scrubbed(c.report, c.name)) for c in columns if c.report is not None]
 
 
 # --------------------------------------------------------------------------- the document
@@ -253,7 +278,8 @@ def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = 
                 exit_code=r.exit_code,
                 failures=failure_paragraph(r),
                 mechanisms={n: m.model_dump(exclude_none=True) for n, m in r.kernel.mechanisms.items()},
-                root_causes=root_causes(r),
+                root_causes=root_causes(r, c.name),
+                fail_causes={q.id: cause_of_fail(q, r, c.name).as_json() for q in r.requirements if q.verdict == "fail"},
             )
         kernels.append(k)
     return {"generated_by": "akc matrix", "suite_version": _suite_version(columns), "kernels": kernels, "requirements": rows}
@@ -300,22 +326,24 @@ def failure_paragraph(report: Report, *, examples: int = 3) -> str:
     return " ".join(parts)
 
 
-def root_cause(req: RequirementResult) -> str:
-    """What one failure comes down to: the mechanism it lacks when the mechanism rule decided it,
-    else what its failing check observed (so one missing feature is one cause, not thirteen)."""
-    if req.message and "cannot pass, " in req.message:
-        lacking = req.message.split("cannot pass, ", 1)[1].split(" (the rule")[0].split(";")[0]
-        return f"lacks a native mechanism: {lacking}"
-    return observed(req, limit=90)
+def cause_of_fail(req: RequirementResult, report: Report, kernel: str) -> Cause:
+    """Why one failure holds (``conformance/catalog/fail_causes.toml``): the cause with its citation
+    in the framework's source, or, unconfirmed, the mechanisms it lacks or what its check observed."""
+    mechanisms = report.kernel.mechanisms
+    missing = lacking(req.id, mechanisms)
+    seen = f"lacks a native mechanism: {', '.join(missing)}" if missing else observed(req, limit=90)
+    return cause_of(kernel, req.id, mechanisms, seen)
 
 
-def root_causes(report: Report) -> list[dict[str, Any]]:
-    """Failing requirements grouped by root cause, largest group first."""
-    groups: dict[str, list[str]] = {}
+def root_causes(report: Report, kernel: str = "") -> list[dict[str, Any]]:
+    """Failing requirements grouped by root cause (one missing feature is one cause, not
+    thirteen), each with its citation or marked unconfirmed, largest group first."""
+    groups: dict[Cause, list[str]] = {}
     for r in report.requirements:
         if r.verdict == "fail":
-            groups.setdefault(root_cause(r), []).append(r.id)
-    return [{"cause": c, "requirements": ids} for c, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+            groups.setdefault(cause_of_fail(r, report, kernel), []).append(r.id)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0].cause))
+    return [{**c.as_json(), "requirements": ids} for c, ids in ordered]
 
 
 #: Values that differ from run to run (ids, temporary paths): the committed matrix must be the
@@ -407,9 +435,11 @@ def to_markdown(matrix: dict[str, Any]) -> str:
         "",
         "## Failures by root cause",
         "",
-        "One missing feature is one cause: failures are grouped by the mechanism they lack (as the"
-        " adapter declares it) or, failing that, by what the failing check observed. Each kernel's"
-        " full report, with every check's message, is in `docs/conformance-reports/<kernel>.json`.",
+        "One missing feature is one cause: failures are grouped by why they hold, each with where the"
+        " pinned framework's source decides it (`conformance/catalog/fail_causes.toml`, paths inside"
+        " site-packages), or marked *unconfirmed* with the mechanism it lacks or what its check observed."
+        " Each kernel's full report, with every check's message and cause, is in"
+        " `docs/conformance-reports/<kernel>.json`.",
         "",
     ]
     for k in kernels:
@@ -417,7 +447,8 @@ def to_markdown(matrix: dict[str, Any]) -> str:
             lines.append(f"**{k['name']}**")
             lines.append("")
             for g in k["root_causes"]:
-                lines.append(f"- {len(g['requirements'])} × {_md(g['cause'])}: {', '.join(g['requirements'])}")
+                why = f" (`{_md(g['source'])}`)" if g.get("source") else " (unconfirmed)"
+                lines.append(f"- {len(g['requirements'])} × {_md(g['cause'])}{why}: {', '.join(g['requirements'])}")
             lines.append("")
     lines += ["## Mechanisms, per kernel", "",
               "How each adapter maps a hook point, capability or observation onto the framework:"

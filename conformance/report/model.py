@@ -40,6 +40,10 @@ class KernelInfo(_Model):
     readings: dict[str, str] = Field(default_factory=dict)
     #: The adapter's mechanism table (hook point / capability / observation → how it maps).
     mechanisms: dict[str, Mechanism] = Field(default_factory=dict)
+    #: The model APIs the adapter declared, and those the kernel's model calls came in over HTTP
+    #: (docs/http-kernels.md); empty: the model double was called directly.
+    dialects: list[str] = Field(default_factory=list)
+    dialects_used: list[str] = Field(default_factory=list)
 
 
 class CheckResult(_Model):
@@ -232,7 +236,8 @@ def status_label(report: Report) -> str:
 def summary_line(report: Report) -> str:
     counts = ", ".join(f"{report.summary.get(v, 0)} {v}" for v in VERDICTS)
     return (
-        f"{report.kernel.name} {report.kernel.version} [{', '.join(report.profiles) or 'no profile'}]: "
+        f"{report.kernel.name} {report.kernel.version} [{', '.join(report.profiles) or 'no profile'}]"
+        f"{f' (model over HTTP: {chr(44).join(report.kernel.dialects_used)})' if report.kernel.dialects_used else ''}: "
         f"{status_label(report)} — {counts}; {len(report.untestable)} untestable; {report.duration_s:.1f} s"
     )
 

@@ -343,6 +343,16 @@ class ScenarioContext:
             raise ConformanceFailure(f"model request {k}", f"at least {max(k, 1)} model requests", f"{len(requests)}")
         return requests[k - 1]
 
+    def carries(self, k: int, what: str) -> bool:
+        """Whether model request ``k`` came in a way that can carry ``what`` (a name of
+        ``conformance.httpmodel.dialect.CANNOT_CARRY``): in process everything can."""
+        from conformance.httpmodel.dialect import CANNOT_CARRY
+
+        events = self.events("model_request")
+        event = events[k - 1] if 1 <= k <= len(events) else (events[-1] if k == -1 and events else {})
+        dialect = event.get("dialect")
+        return dialect is None or what not in CANNOT_CARRY.get(dialect, frozenset())
+
     @staticmethod
     def request_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
         return list(request.get("messages") or [])

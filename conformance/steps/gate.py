@@ -41,7 +41,8 @@ def _tool_result(akc: ScenarioContext, k: int, cid: str) -> dict[str, Any]:
 def then_error_result_mentions(akc: ScenarioContext, cid: str, k: str, words: str) -> None:
     """The call's tool_result is_error, and its text contains each quoted word (any case)."""
     result = _tool_result(akc, int(k), cid)
-    if result.get("is_error") is not True:
+    flag_carried = akc.carries(int(k), "tool-error-flag") or "is_error" in result
+    if flag_carried and result.get("is_error") is not True:
         raise ConformanceFailure(f"tool_result of call {cid} in model request {k}", "is_error: true", result)
     text = str(result.get("content", "")).lower()
     missing = [w for w in quoted(words) if w.lower() not in text]

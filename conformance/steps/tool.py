@@ -84,6 +84,9 @@ def then_tool_result_content(akc: ScenarioContext, k: str, err: str | None, call
     akc.require_call_served(call_id)
     result = tool_result(akc, int(k), call_id)
     expect_equal(f"content of the tool result for {call_id} in model request {k}", content, result.get("content"))
+    if err and not akc.carries(int(k), "tool-error-flag") and "is_error" not in result:
+        akc.evidence.saw(f"the tool result of {call_id} in model request {k} (judged on its text: the kernel's model API has no error flag)")
+        return
     if err:
         expect_equal(f"is_error of the tool result for {call_id} in model request {k}", True, result.get("is_error"))
     akc.evidence.saw(f"the tool result of {call_id} in model request {k}")
@@ -292,3 +295,19 @@ def then_each_after_one_more(akc: ScenarioContext, a: str, b: str) -> None:
             raise ConformanceFailure(f"dispatch {i} of {b}", f"after {i} dispatches of {a}", f"after {before}")
     akc.evidence.saw(f"each {b} after its {a}")
 
+
+@then("every call that went to the approver is stored with the decision the approver gave for it")
+def tool_then_each_approval_stored(akc: ScenarioContext) -> None:
+    """TOOL-017 over several approvals in one response: the approver's log says which call got
+    which decision (calls of one response may be asked about in any order); each call's stored
+    record holds its own decision."""
+    asked = akc.evidence.require("calls the approver was asked about", akc.events("approval"))
+    records = akc.result.journal.tool_calls
+    for e in asked:
+        request = e.get("request") if isinstance(e.get("request"), dict) else {}
+        call_id = request.get("call_id")
+        found = [r for r in records if r.call_id == call_id]
+        if len(found) != 1:
+            raise ConformanceFailure(f"journal records of call {call_id}", "exactly one", [r.call_id for r in records])
+        expect_equal(f"approval stored for call {call_id} (the approver answered {e['decision']!r})", e["decision"], found[0].approval)
+    akc.evidence.saw(f"{len(asked)} approvals, each stored with its own call")

@@ -82,7 +82,8 @@ class ModelResponseEvent(_Event):
 class ModelErrorEvent(_Event):
     kind: Literal["model_error"] = "model_error"
     index: int
-    status: int
+    #: None for a failure without an HTTP status (a timeout, a broken stream).
+    status: int | None
     message: str
 
 
@@ -426,8 +427,8 @@ def observed_events(log: list[JSON]) -> list[JSON]:
                     "turn": e.get("turn"),
                 }
             )
-        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout", "finish_order_unmet"):
-            continue  # the journal is in the report already; submissions are the harness's own
+        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout", "finish_order_unmet", "hook_returned"):
+            continue  # the journal is in the report already; submissions and holds are the harness's own
         else:
             detail = {k: v for k, v in e.items() if k not in ("seq", "kind", "call_id")}
             out.append({"kind": kind, "call_id": e.get("call_id"), "detail": detail})

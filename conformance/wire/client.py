@@ -132,10 +132,11 @@ class _Run:
         for index in range(len(self.scenario.user_messages)):
             self.doubles.register_canceller(index, lambda i=index: self.cancel_message(i))
         rid = conn.new_id("run")
-        await conn.send(
-            {"jsonrpc": "2.0", "id": rid, "method": "run",
-             "params": {"seq": self.seq, "scenario": self.scenario.model_dump(mode="json")}}
-        )
+        params: dict[str, Any] = {"seq": self.seq, "scenario": self.scenario.model_dump(mode="json")}
+        served = getattr(self.doubles, "http_model", None)
+        if served is not None:
+            params["http_model"] = {"base_urls": served.base_urls(), "api_key": served.api_key}
+        await conn.send({"jsonrpc": "2.0", "id": rid, "method": "run", "params": params})
         during = f"scenario {self.scenario.name!r}"
         async with anyio.create_task_group() as tg:
             while True:
@@ -283,7 +284,7 @@ class _Run:
                     before.append(note)
         except ModelCallError as exc:
             return {"error": {"code": MODEL_ERROR, "message": str(exc),
-                              "data": {"status": exc.status, "message": exc.message, "chunks": chunks}}}
+                              "data": {"status": exc.status, "message": exc.message, "kind": exc.kind, "chunks": chunks}}}
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:

@@ -125,9 +125,19 @@ class StartResult(_Strict):
     info: AdapterInfo
 
 
+class HttpModelParams(_Strict):
+    """The scenario's model served over HTTP (docs/http-kernels.md): the base URL per dialect
+    (``anthropic``, ``openai-chat``, ``openai-responses``) and the API key to send."""
+
+    base_urls: dict[str, str]
+    api_key: str
+
+
 class RunParams(_Strict):
     seq: int
     scenario: Scenario
+    #: For a kernel that calls its model over HTTP instead of ``model.complete``.
+    http_model: HttpModelParams | None = None
 
 
 class RunOk(_Strict):
@@ -209,10 +219,12 @@ class ModelCompleteResult(_Strict):
 
 
 class ModelErrorData(_Strict):
-    """``error.data`` of a scripted model API failure (code 1001)."""
+    """``error.data`` of a scripted model API failure (code 1001): ``kind`` http (with the
+    error ``status``), timeout or broken_stream (status null)."""
 
-    status: int
+    status: int | None
     message: str
+    kind: Literal["http", "timeout", "broken_stream"] = "http"
     chunks: list[Chunk] = Field(default_factory=list)
 
 

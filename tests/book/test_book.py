@@ -100,6 +100,27 @@ def test_committed_matrix_kernels_have_pages_with_their_counts(site: Path) -> No
         assert f'href="kernel-{data.kernel_slug(k["name"])}.html"' in index
 
 
+def test_kernel_pages_show_why_each_fail_holds_beside_its_message(site: Path) -> None:
+    """Issue 22 §4: the cause of every FAIL of a committed report and its citation (or
+    "unconfirmed") stand beside the message on the kernel's page."""
+    import html as html_lib
+
+    shown = 0
+    for path in sorted(data.REPORTS_DIR.glob("*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        page = html_lib.unescape((site / f"kernel-{data.kernel_slug(path.stem)}.html").read_text(encoding="utf-8"))
+        for req in report["requirements"]:
+            cause = req.get("fail_cause")
+            if req.get("verdict") != "fail" or not cause:
+                continue
+            entry = page[page.index(f'id="{req["id"]}"'):]
+            entry = entry[: entry.find('<section class="fail"', 1) if '<section class="fail"' in entry[1:] else len(entry)]
+            assert "Why:" in entry and cause["cause"] in entry
+            assert (cause.get("source") or "unconfirmed") in entry
+            shown += 1
+    assert shown, "no committed report carries a fail_cause"
+
+
 def test_search_page_is_readable_without_javascript(site: Path) -> None:
     html = (site / "search.html").read_text(encoding="utf-8")
     assert "<noscript>" in html

@@ -168,7 +168,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ steps 4 and 5
 
-  @LOOP-004
+  @LOOP-004 @dim:turn=first @dim:turn=later
   Scenario: post-model-response gets the whole streamed message once, after the stream ended
     Given a tool "lookup" of kind "data_source"
     And the model script:
@@ -798,3 +798,15 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "done"
     When the kernel runs
     Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended
+
+  # The limit-reached turn is a turn (issue 21): steps 1 and 5 run in it too.
+  @LOOP-001 @LOOP-004 @dim:turn=limit_reached
+  Scenario: The limit-reached turn also begins with context-assemble and dispatches post-model-response
+    Given a tool "lookup" of kind "data_source"
+    And max_turns is 1
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model calls "lookup" with {"q": "2"} as "b"
+    And the model answers "final answer"
+    When the kernel runs
+    Then every model call starts with "context-assemble" carrying the history and the budget
+    And "post-model-response" was dispatched once in every model call

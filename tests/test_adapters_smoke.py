@@ -34,6 +34,9 @@ class Framework:
     #: The smoke set's verdicts (a failing one is the framework's behaviour, not an adapter error).
     smoke: dict[str, str]
     confirmed: dict[str, Confirmed]
+    #: Cap on each scenario's timeout (s); None: the scenario's own (a kernel that starts a process
+    #: per session needs it).
+    timeout_cap_s: float | None = 3
 
 
 FRAMEWORKS = [
@@ -140,6 +143,30 @@ FRAMEWORKS = [
             "CONC-007": Confirmed("pass", "strands/tools/executors/sequential.py:50-64"),
         },
     ),
+    Framework(
+        "claude-agent-sdk",
+        "claude_agent_sdk",
+        "conformance.adapters.claude_agent_sdk:factory",
+        # The CLI is a compiled binary: these are confirmed on the wire (the requests it sent to
+        # the served model, docs/third-party-kernels.md) and in the SDK's Python source.
+        smoke={"DONE-001": "fail", "LOOP-013": "pass", "TOOL-003": "fail", "CONC-001": "fail"},
+        confirmed={
+            # An answer with no text is re-prompted: the next request appends a user-side
+            # "<system-reminder>[Your previous response had no visible output. Please continue ...]".
+            "DONE-001": Confirmed("fail", "wire: request 3 after an empty end_turn answer"),
+            # Tool results go back in completion order (request 2 carried a3, a1, a2).
+            "TOOL-003": Confirmed("fail", "wire: tool_result blocks of request 2"),
+            # Only a run of read-only calls (readOnlyHint, claude_agent_sdk/__init__.py:213) runs
+            # together; a non-read-only call in the batch runs its neighbours one at a time.
+            "CONC-001": Confirmed("fail", "wire + tool_start order; claude_agent_sdk/__init__.py:213"),
+            # max_turns ends the query with a ResultMessage subtype error_max_turns, no exception.
+            "BOUND-008": Confirmed("pass", "claude_agent_sdk/types.py:1766-1797 (subtype, terminal_reason)"),
+            # ...after a last request that still offers every tool: no tool-less final turn.
+            "BOUND-010": Confirmed("fail", "wire: tools of the last request"),
+            "LOOP-013": Confirmed("pass", "wire: tool_use answered by a tool_result in the next request"),
+        },
+        timeout_cap_s=None,
+    ),
 ]
 
 
@@ -176,7 +203,7 @@ def test_adapters_import_without_their_framework() -> None:
 
 @pytest.mark.parametrize("framework", _params())
 def test_smoke_set_runs_cleanly(framework: Framework) -> None:
-    report = conformance.certify(framework.spec, profile="kernel", smoke=True, timeout_cap_s=3)
+    report = conformance.certify(framework.spec, profile="kernel", smoke=True, timeout_cap_s=framework.timeout_cap_s)
     assert not report.errors
     verdicts = report.verdicts()
     assert not [r for r, v in verdicts.items() if v in ("error", "incomplete")], report.failing()
@@ -185,6 +212,26 @@ def test_smoke_set_runs_cleanly(framework: Framework) -> None:
 
 @pytest.mark.parametrize("framework", _params())
 def test_source_confirmed_verdicts(framework: Framework) -> None:
-    report = conformance.certify(framework.spec, profile="kernel", reqs=list(framework.confirmed), timeout_cap_s=3)
+    report = conformance.certify(framework.spec, profile="kernel", reqs=list(framework.confirmed), timeout_cap_s=framework.timeout_cap_s)
     got = {r: v for r, v in report.verdicts().items() if r in framework.confirmed}
     assert got == {r: c.verdict for r, c in framework.confirmed.items()}
+
+
+def test_claude_code_requests_beyond_the_model_fail_the_run() -> None:
+    """The Claude Code CLI may call the served model's /v1/messages and count_tokens only: any
+    other request to it, or any request that reaches the trap proxy standing in for the rest of
+    the network, is listed and fails the run (claude_agent_sdk adapter, no framework needed)."""
+    from conformance.adapters.claude_agent_sdk import Trap, outside_requests
+    from conformance.harness.doubles import ObservationLog
+
+    class Doubles:
+        log = ObservationLog()
+
+    trap = Trap()
+    assert outside_requests(Doubles, trap) == []
+    Doubles.log.add("http_other", method="GET", path="/v1/models")
+    trap.seen.append("CONNECT statsig.anthropic.com:443 HTTP/1.1")
+    assert outside_requests(Doubles, trap) == [
+        "beyond loopback: CONNECT statsig.anthropic.com:443 HTTP/1.1",
+        "served model: GET /v1/models ()",
+    ]

@@ -114,6 +114,13 @@ KERNELS: list[KernelEntry] = [
         description="google-adk 2.13 `Runner.run_async` over an `LlmAgent` with a `BaseLlm` subclass and callbacks",
     ),
     KernelEntry(
+        name="claude-agent-sdk",
+        adapter="conformance.adapters.claude_agent_sdk:factory",
+        probe="claude_agent_sdk",
+        profile="kernel",
+        description="Claude Code 2.1.332 (claude-agent-sdk 0.2.189 `ClaudeSDKClient`), its model over HTTP (Anthropic Messages)",
+    ),
+    KernelEntry(
         name="hermes",
         adapter="conformance.adapters.hermes:factory",
         probe="run_agent",

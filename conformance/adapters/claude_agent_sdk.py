@@ -18,6 +18,10 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   read-only calls of one response together, the others one at a time). Claude Code names them ``mcp__akc__<name>``: the adapter maps that prefix
   away between the CLI's requests and the model double, and back on the double's tool calls (a
   naming map only, like every adapter's message conversion).
+* ``session-start`` → the ``UserPromptSubmit`` hook (once per query, before the model);
+  ``session-end`` → ``Stop`` (when the agent finishes responding; its input has no status, so the
+  payload has no subtype). ``SessionStart`` / ``SessionEnd`` exist only as settings-file command
+  hooks, with no SDK callback in this version (``types.py:324-335``).
 * ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
   for a replaced call); ``post-tool-call`` → ``PostToolUse`` (``updatedMCPToolOutput`` for a
   replaced result).
@@ -32,9 +36,7 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
 
 Absent in Claude Code: hooks around the model call (``context-assemble``, ``pre-model-call``,
 ``post-model-response``; ``UserPromptSubmit`` only adds context), ``plan-ready``/``post-apply``,
-tool kinds and concurrency keys, a doom-loop detector, a wall-clock bound. ``SessionStart`` /
-``SessionEnd`` exist only as settings-file command hooks, not as SDK callbacks in this version
-(``types.py:324-335``): not wired. Sub-agents (``agents=`` / the Task tool) and the CLI's
+tool kinds and concurrency keys, a doom-loop detector, a wall-clock bound. Sub-agents (``agents=`` / the Task tool) and the CLI's
 OpenTelemetry export are not wired.
 """
 
@@ -71,13 +73,13 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 
 
 MECHANISMS: dict[str, Mechanism] = {
-    "session-start": _m("not-wired", "SessionStart command hook (settings file)", "no SDK callback for it in claude-agent-sdk 0.2.189 (types.py:324-335)"),
+    "session-start": _m("native", "UserPromptSubmit hook (once per query, before its first model call)", "observed only: its output can add context for the model, not change the prompt; SessionStart exists only as a settings-file command hook (types.py:324-335)"),
     "context-assemble": _m("absent", note="no hook sees or changes the history before a model call"),
     "pre-model-call": _m("absent", note="UserPromptSubmit adds context once per prompt; nothing sees each model request"),
     "post-model-response": _m("absent"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
     "post-tool-call": _m("native", "PostToolUse hook (updatedMCPToolOutput)"),
-    "session-end": _m("not-wired", "SessionEnd command hook (settings file)", "no SDK callback for it in claude-agent-sdk 0.2.189 (types.py:324-335)"),
+    "session-end": _m("native", "Stop hook (when the agent finishes responding)", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),
     "plan-ready": _m("absent"),
     "post-apply": _m("absent"),
     "policy_precheck": _m("native", "can_use_tool → PermissionResultDeny(message)"),
@@ -189,6 +191,16 @@ class CallIds:
         return entries.pop(0)[0] if entries else None
 
 
+async def close(client: Any) -> None:
+    """End a session's CLI at once: the scenario is over, nothing of it is read after this (a
+    graceful ``disconnect`` waits up to ~20 s for the CLI, past the harness's grace period)."""
+    process = getattr(getattr(client, "_transport", None), "_process", None)
+    if process is not None and process.returncode is None:
+        process.kill()
+    with anyio.move_on_after(5):
+        await client.disconnect()
+
+
 # --------------------------------------------------------------------------- messages
 
 
@@ -252,8 +264,7 @@ class ClaudeAgentSDKAdapter:
                 finally:
                     with anyio.CancelScope(shield=True):
                         for client in clients.values():
-                            with anyio.move_on_after(10):
-                                await client.disconnect()
+                            await close(client)
                     tg.cancel_scope.cancel()
         outside = outside_requests(doubles, trap)
         if outside:
@@ -343,6 +354,14 @@ class ClaudeAgentSDKAdapter:
                 out["stopReason"] = f"{tool.name} ends the turn"
             return out
 
+        async def user_prompt_submit(data: Any, tool_use_id: Any, context: Any) -> Any:
+            await hooks.chain("session-start", {"session_id": turn()["session_id"]}, turn())
+            return {}
+
+        async def stop(data: Any, tool_use_id: Any, context: Any) -> Any:
+            await hooks.chain("session-end", {"session_id": turn()["session_id"]}, turn())
+            return {}
+
         async def can_use_tool(name: str, args: dict[str, Any], context: Any) -> Any:
             call = {"id": context.tool_use_id, "name": name.removeprefix(PREFIX), "args": args}
             tool = tools.get(call["name"])
@@ -406,6 +425,8 @@ class ClaudeAgentSDKAdapter:
             hooks={
                 "PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])],
                 "PostToolUse": [HookMatcher(matcher=None, hooks=[post_tool_use])],
+                "UserPromptSubmit": [HookMatcher(matcher=None, hooks=[user_prompt_submit])],
+                "Stop": [HookMatcher(matcher=None, hooks=[stop])],
             },
         )
 

@@ -126,6 +126,8 @@ class Runner:
             cap = entry.timeout_cap_s if entry.timeout_cap_s is not None else self.timeout_cap_s
             if cap is not None:
                 cmd += ["--timeout-cap", str(cap)]
+            if entry.timeout_scale:
+                cmd += ["--timeout-scale", str(entry.timeout_scale)]
             cmd += self.extra_args
             try:
                 proc = subprocess.run(

@@ -32,17 +32,21 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   ``ResultMessage``'s (``success``, ``error_max_turns``, ``error_max_budget_usd``,
   ``error_during_execution``).
 * Cancellation → ``ClaudeSDKClient.interrupt()``.
+* Spans → the CLI's own OpenTelemetry traces (beta: ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``),
+  exported as OTLP/JSON to a loopback receiver of the adapter: ``claude_code.interaction`` (one per
+  prompt: the session run), ``claude_code.llm_request`` (model call), ``claude_code.tool``,
+  ``claude_code.hook``. There is no span per turn.
 * The journal → the conversation the CLI streamed (user / assistant / tool results).
 
 Absent in Claude Code: hooks around the model call (``context-assemble``, ``pre-model-call``,
 ``post-model-response``; ``UserPromptSubmit`` only adds context), ``plan-ready``/``post-apply``,
-tool kinds and concurrency keys, a doom-loop detector, a wall-clock bound. Sub-agents (``agents=`` / the Task tool) and the CLI's
-OpenTelemetry export are not wired.
+tool kinds and concurrency keys, a doom-loop detector, a wall-clock bound. Sub-agents (``agents=`` / the Task tool) are not wired.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import tempfile
 from importlib import metadata
@@ -57,8 +61,8 @@ from conformance.boundary.scenario import Scenario, ToolDef
 
 SERVER = "akc"
 PREFIX = f"mcp__{SERVER}__"
-#: What the CLI may request from the served model; anything else fails the run.
-MODEL_ROUTES = ("/v1/messages", "/v1/messages/count_tokens")
+#: How long to wait after the last prompt for the CLI's batched span export.
+SPAN_WAIT_S = 3.0
 
 
 def _version() -> str:
@@ -91,7 +95,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "final_turn": _m("absent"),
     "doom_loop": _m("absent"),
     "usage": _m("not-wired", "ResultMessage.usage / total_cost_usd", "one total per query, not usage events per model call"),
-    "spans": _m("not-wired", "the CLI's OpenTelemetry export (CLAUDE_CODE_ENABLE_TELEMETRY)", "needs an OTLP receiver; not connected"),
+    "spans": _m("native", "the CLI's OpenTelemetry traces (beta), OTLP/JSON to the adapter's receiver", "claude_code.interaction per prompt, llm_request, tool, hook; no turn span"),
     "journal": _m("native", "the session's messages as the CLI streams them"),
     "cancellation": _m("native", "ClaudeSDKClient.interrupt()"),
     "subagents": _m("not-wired", "ClaudeAgentOptions.agents / the Task tool", "the adapter maps no child agents onto them"),
@@ -157,6 +161,85 @@ class Trap:
             except Exception:
                 data = b"(no request line)"
             self.seen.append(data.split(b"\r\n", 1)[0].decode("latin-1")[:200])
+
+
+class OtlpTraces:
+    """A loopback OTLP/HTTP (JSON) receiver for the spans the CLI exports
+    (``CLAUDE_CODE_ENABLE_TELEMETRY=1``, ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1``,
+    ``OTEL_TRACES_EXPORTER=otlp``): ``claude_code.interaction`` (one per prompt),
+    ``claude_code.llm_request``, ``claude_code.tool``, ``claude_code.hook``, …"""
+
+    KINDS = {"claude_code.interaction": "session", "claude_code.llm_request": "model_call", "claude_code.tool": "tool",
+             "claude_code.hook": "hook"}
+
+    def __init__(self) -> None:
+        self.spans: list[dict[str, Any]] = []
+        self.port = 0
+        self.arrived = anyio.Event()
+
+    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self.port = int(listener.extra(SocketAttribute.local_port))
+        task_status.started()
+        await listener.serve(self._connection)
+
+    async def _connection(self, stream: SocketStream) -> None:
+        import h11
+
+        conn = h11.Connection(h11.SERVER)
+        async with stream:
+            while True:
+                body = b""
+                request = None
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        try:
+                            conn.receive_data(await stream.receive())
+                        except (anyio.EndOfStream, anyio.BrokenResourceError):
+                            return
+                        continue
+                    if isinstance(event, h11.Request):
+                        request = event
+                    elif isinstance(event, h11.Data):
+                        body += event.data
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                        return
+                if request is not None and request.target.startswith(b"/v1/traces"):
+                    self._take(body)
+                await stream.send(conn.send(h11.Response(status_code=200, headers=[("content-type", "application/json"), ("content-length", "2")])))
+                await stream.send(conn.send(h11.Data(data=b"{}")) + conn.send(h11.EndOfMessage()))
+                if conn.our_state is h11.MUST_CLOSE:
+                    return
+                conn.start_next_cycle()
+
+    def _take(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return
+        for resource in data.get("resourceSpans") or []:
+            for scope in resource.get("scopeSpans") or []:
+                self.spans.extend(scope.get("spans") or [])
+        self.arrived.set()
+        self.arrived = anyio.Event()
+
+    def take(self) -> list[Any]:
+        from conformance.boundary.adapter import Span
+
+        out, self.spans = self.spans, []
+        return [
+            Span(span_id=s.get("spanId", ""), parent_id=s.get("parentSpanId") or None, name=s.get("name", ""),
+                 kind=self.KINDS.get(s.get("name", ""), "other"),
+                 start=int(s["startTimeUnixNano"]) / 1e9 if s.get("startTimeUnixNano") else None,
+                 end=int(s["endTimeUnixNano"]) / 1e9 if s.get("endTimeUnixNano") else None)
+            for s in out
+        ]
+
+    def roots(self) -> int:
+        return sum(1 for s in self.spans if s.get("name") == "claude_code.interaction")
 
 
 def outside_requests(doubles: Any, trap: Trap) -> list[str]:
@@ -256,11 +339,13 @@ class ClaudeAgentSDKAdapter:
         name_bridge(doubles, current)
         clients: dict[str, Any] = {}
         trap = Trap()
+        traces = OtlpTraces()
         with tempfile.TemporaryDirectory(prefix="akc-claude-") as scratch:
             async with anyio.create_task_group() as tg:
                 await tg.start(trap.serve)
+                await tg.start(traces.serve)
                 try:
-                    result = await self._run(scenario, doubles, served, scratch, trap, clients, current)
+                    result = await self._run(scenario, doubles, served, scratch, trap, traces, clients, current)
                 finally:
                     with anyio.CancelScope(shield=True):
                         for client in clients.values():
@@ -271,7 +356,7 @@ class ClaudeAgentSDKAdapter:
             raise LeftLoopback("the Claude Code CLI made requests beyond the served model's /v1/messages: " + "; ".join(outside))
         return result
 
-    async def _run(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap,
+    async def _run(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, traces: OtlpTraces,
                    clients: dict[str, Any], current: dict[str, Any]) -> RunResult:
         from claude_agent_sdk import ClaudeSDKClient, ResultMessage
 
@@ -280,7 +365,7 @@ class ClaudeAgentSDKAdapter:
             current["turn"] = turn
             client = clients.get(session.id)
             if client is None:
-                client = ClaudeSDKClient(self._options(scenario, doubles, served, scratch, trap, current))
+                client = ClaudeSDKClient(self._options(scenario, doubles, served, scratch, trap, traces, current))
                 await client.connect()
                 clients[session.id] = client
             interrupted = False
@@ -311,9 +396,16 @@ class ClaudeAgentSDKAdapter:
             return Outcome(message=index, session_id=session.id, status=status, subtype=subtype, reply=result.result,
                            error="; ".join(result.errors or []) or None)
 
-        return await run_messages(scenario, doubles, run_one)
+        result = await run_messages(scenario, doubles, run_one)
+        # the CLI exports a prompt's spans in batches after it: wait (bounded) for every prompt's root
+        with anyio.move_on_after(SPAN_WAIT_S):
+            while traces.roots() < sum(1 for o in result.outcomes if o.status != "cancelled"):
+                await traces.arrived.wait()
+        result.spans = traces.take()
+        return result
 
-    def _options(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, current: dict[str, Any]) -> Any:
+    def _options(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, traces: OtlpTraces,
+                 current: dict[str, Any]) -> Any:
         from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, PermissionResultAllow, PermissionResultDeny, create_sdk_mcp_server
 
         hooks = Hooks(scenario, doubles)
@@ -408,6 +500,12 @@ class ClaudeAgentSDKAdapter:
             "CLAUDE_CODE_MAX_RETRIES": "0",
             "HTTPS_PROXY": trap_url, "HTTP_PROXY": trap_url, "https_proxy": trap_url, "http_proxy": trap_url,
             "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
+            # its spans, to the adapter's OTLP receiver (logs and metrics off)
+            "CLAUDE_CODE_ENABLE_TELEMETRY": "1", "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
+            "OTEL_TRACES_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{traces.port}/v1/traces",
+            "OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_TRACES_EXPORT_INTERVAL": "50",
         }
         bounds = scenario.bounds
         return ClaudeAgentOptions(

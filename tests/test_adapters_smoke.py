@@ -149,8 +149,9 @@ FRAMEWORKS = [
         "conformance.adapters.claude_agent_sdk:factory",
         # The CLI is a compiled binary: these are confirmed on the wire (the requests it sent to
         # the served model, docs/third-party-kernels.md) and in the SDK's Python source.
-        smoke={"DONE-001": "fail", "LOOP-013": "pass", "TOOL-003": "fail", "CONC-001": "fail"},
+        smoke={"DONE-001": "pass", "LOOP-013": "pass", "TOOL-003": "pass", "CONC-001": "pass"},
         confirmed={
+            # (The smoke scenarios pass; these requirements' other scenarios do not.)
             # An answer with no text is re-prompted: the next request appends a user-side
             # "<system-reminder>[Your previous response had no visible output. Please continue ...]".
             "DONE-001": Confirmed("fail", "wire: request 3 after an empty end_turn answer"),
@@ -175,6 +176,12 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:  # a dotted name whose parent package is missing
         return False
+
+
+def _scale(framework: Framework) -> list[str]:
+    """The matrix's timeout factor for this kernel (``KernelEntry.timeout_scale``), if any."""
+    entry = next(k for k in KERNELS if k.name == framework.name)
+    return ["--akc-timeout-scale", str(entry.timeout_scale)] if entry.timeout_scale else []
 
 
 def _params() -> list:
@@ -203,7 +210,8 @@ def test_adapters_import_without_their_framework() -> None:
 
 @pytest.mark.parametrize("framework", _params())
 def test_smoke_set_runs_cleanly(framework: Framework) -> None:
-    report = conformance.certify(framework.spec, profile="kernel", smoke=True, timeout_cap_s=framework.timeout_cap_s)
+    report = conformance.certify(framework.spec, profile="kernel", smoke=True, timeout_cap_s=framework.timeout_cap_s,
+                                 pytest_args=_scale(framework))
     assert not report.errors
     verdicts = report.verdicts()
     assert not [r for r, v in verdicts.items() if v in ("error", "incomplete")], report.failing()
@@ -212,7 +220,8 @@ def test_smoke_set_runs_cleanly(framework: Framework) -> None:
 
 @pytest.mark.parametrize("framework", _params())
 def test_source_confirmed_verdicts(framework: Framework) -> None:
-    report = conformance.certify(framework.spec, profile="kernel", reqs=list(framework.confirmed), timeout_cap_s=framework.timeout_cap_s)
+    report = conformance.certify(framework.spec, profile="kernel", reqs=list(framework.confirmed), timeout_cap_s=framework.timeout_cap_s,
+                                 pytest_args=_scale(framework))
     got = {r: v for r, v in report.verdicts().items() if r in framework.confirmed}
     assert got == {r: c.verdict for r, c in framework.confirmed.items()}
 

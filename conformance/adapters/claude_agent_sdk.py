@@ -326,7 +326,7 @@ class ClaudeAgentSDKAdapter:
         version=_version(),
         homepage="https://docs.claude.com/en/api/agent-sdk/python",
         profiles=["kernel"],
-        capabilities=[],
+        capabilities=["max_cost_usd"],
         mechanisms=MECHANISMS,
         dialects=["anthropic"],
     )

@@ -190,6 +190,15 @@ def scrubbed(report: Report) -> str:
     return _RUN_SPECIFIC.sub("<id>", text) + "\n"
 
 
+def committed_column(entry: KernelEntry, folder: str | Path = DEFAULT_REPORTS) -> Column | None:
+    """A kernel's column from its committed report (``akc matrix --kernel X --keep-others``)."""
+    path = Path(folder) / f"{entry.name}.json"
+    if not path.exists():
+        return None
+    report = Report.model_validate_json(path.read_text(encoding="utf-8"))
+    return Column(name=entry.name, adapter=entry.adapter, description=entry.description, report=report)
+
+
 def write_reports(columns: Sequence[Column], folder: str | Path = DEFAULT_REPORTS) -> list[Path]:
     """Each kernel's full JSON report, ``<folder>/<kernel>.json``."""
     return [write_atomic(Path(folder) / f"{c.name}.json", scrubbed(c.report)) for c in columns if c.report is not None]

@@ -165,6 +165,9 @@ FRAMEWORKS = [
             # ...after a last request that still offers every tool: no tool-less final turn.
             "BOUND-010": Confirmed("fail", "wire: tools of the last request"),
             "LOOP-013": Confirmed("pass", "wire: tool_use answered by a tool_result in the next request"),
+            # can_use_tool's PermissionResultDeny goes to the CLI as behavior "deny" with its message:
+            # the tool does not run and the model gets an error result (wire: is_error tool_result).
+            "GATE-001": Confirmed("pass", "claude_agent_sdk/_internal/query.py:686-687; wire"),
         },
         timeout_cap_s=None,
     ),

@@ -368,12 +368,13 @@ class ClaudeAgentSDKAdapter:
                 client = ClaudeSDKClient(self._options(scenario, doubles, served, scratch, trap, traces, current))
                 await client.connect()
                 clients[session.id] = client
-            interrupted = False
+            interrupted = answered = False
 
             def cancel() -> None:
                 nonlocal interrupted
                 interrupted = True
-                tg_cancel.start_soon(client.interrupt)
+                if not answered:  # a cancel after the result has nothing left to interrupt
+                    tg_cancel.start_soon(client.interrupt)
 
             result = None
             async with anyio.create_task_group() as tg_cancel:
@@ -385,6 +386,7 @@ class ClaudeAgentSDKAdapter:
                         result = message
                     else:
                         session.messages.extend(journal_entries(message))
+                answered = True
             if result is None:
                 raise RuntimeError("the CLI's response ended with no ResultMessage")
             subtype = result.subtype

@@ -2,7 +2,9 @@
 # Mutation testing of reference_kernel/ by machine (docs/selftest.md, "Mutation testing by machine").
 #   nice -n 15 bash mutation/run.sh [MODULE.py ...]     (default: every module of mutation/modules.toml)
 # Needs the `mutation` extra (pip install -e '.[mutation]'). Mutates a scratch copy of the checkout,
-# never the checkout; a rerun resumes the sessions already in $OUT. Not a CI step: hours of CPU.
+# never the checkout; a rerun resumes the sessions already in $OUT (RETEST=1: and runs their survivors
+# again, against the checks as they are now; delete $OUT/checkout first to copy a changed checkout).
+# Not a CI step: hours of CPU.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${MUTATION_OUT:-/tmp/akc-mutation}
@@ -35,6 +37,8 @@ for module in "${targets[@]}"; do
     if [ ! -f "$session" ]; then
         cosmic-ray init "$config" "$session"
         helper sample "$module" "$session"
+    elif [ -n "${RETEST:-}" ]; then
+        helper retest "$session" >/dev/null   # survivors run again (a check was added since)
     fi
     echo "== $module: $(date -u +%H:%M:%S)" >&2
     cosmic-ray exec "$config" "$session"

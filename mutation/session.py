@@ -6,8 +6,10 @@ are readable Python, not shell. Run by run.sh inside the scratch copy; see docs/
 
 from __future__ import annotations
 
+import ast
 import json
 import random
+import sqlite3
 import sys
 import tomllib
 from pathlib import Path
@@ -17,6 +19,22 @@ from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
 HERE = Path(__file__).resolve().parent
 SKIPPED_BY_SAMPLE = "not in the seeded sample (mutation/modules.toml)"
+IN_ANNOTATION = "equivalent: inside a type annotation (never evaluated: from __future__ import annotations)"
+
+
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) of every annotation of a module; a mutant there changes nothing at run time."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        notes = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            notes.append(node.returns)
+        elif isinstance(node, ast.arg):
+            notes.append(node.annotation)
+        elif isinstance(node, ast.AnnAssign):
+            notes.append(node.annotation)
+        spans += [((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)) for n in notes if n is not None]
+    return spans
 
 
 def modules() -> dict[str, dict]:
@@ -53,8 +71,14 @@ def sample(module: str, session: Path) -> None:
     """
     row = modules()[module]
     rng = random.Random(f"{row['seed']}:{module}")
+    source = Path("reference_kernel", module).read_text()
+    assert "from __future__ import annotations" in source, f"{module}: annotations are evaluated"
+    notes = annotation_spans(source)
     with use_db(str(session), WorkDB.Mode.open) as db:
         pending = sorted(db.pending_work_items, key=lambda item: item.job_id)
+        inert = [i.job_id for i in pending if any(a <= tuple(i.mutations[0].start_pos) < b for a, b in notes)]
+        db.set_multiple_results(inert, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=IN_ANNOTATION))
+        pending = [item for item in pending if item.job_id not in set(inert)]
         size = int(row["sample"])
         if not size or size >= len(pending):
             return
@@ -67,6 +91,13 @@ def sample(module: str, session: Path) -> None:
         db.set_multiple_results(skip, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=SKIPPED_BY_SAMPLE))
 
 
+def retest(session: Path) -> int:
+    """Forget the survivors' results, so the next `cosmic-ray exec` runs them again (after a check
+    was added, or the test command changed); returns how many."""
+    with sqlite3.connect(session) as db:
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'survived'").rowcount
+
+
 def summarise(sessions: Path) -> dict:
     """Per module: mutants generated, run, killed, survived (with each survivor's diff)."""
     table = {}
@@ -75,10 +106,11 @@ def summarise(sessions: Path) -> dict:
         with use_db(str(path), WorkDB.Mode.open) as db:
             total = db.num_work_items
             items = {item.job_id: item for item in db.work_items}
-            ran = killed = 0
+            ran = killed = inert = 0
             survivors, errors = [], []
             for job, result in db.results:
                 if result.worker_outcome == WorkerOutcome.SKIPPED:
+                    inert += result.output == IN_ANNOTATION
                     continue
                 ran += 1
                 if result.test_outcome == TestOutcome.SURVIVED:
@@ -89,7 +121,7 @@ def summarise(sessions: Path) -> dict:
                     errors.append({"job": job, "outcome": str(result.worker_outcome), "output": (result.output or "")[-400:]})
                 else:
                     killed += 1
-        table[module] = {"mutants": total, "ran": ran, "killed": killed, "survived": len(survivors),
+        table[module] = {"mutants": total, "in_annotations": inert, "ran": ran, "killed": killed, "survived": len(survivors),
                          "errors": len(errors), "survivors": survivors, "error_items": errors}
     return table
 
@@ -97,9 +129,9 @@ def summarise(sessions: Path) -> dict:
 def report(sessions: Path) -> str:
     table = summarise(sessions)
     (sessions / "summary.json").write_text(json.dumps(table, indent=1))
-    lines = ["| module | mutants | sampled, ran | killed | survived | worker errors |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| module | mutants | in annotations | sampled, ran | killed | survived | worker errors |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for module, row in table.items():
-        lines.append(f"| {module} | {row['mutants']} | {row['ran']} | {row['killed']} | {row['survived']} | {row['errors']} |")
+        lines.append(f"| {module} | {row['mutants']} | {row['in_annotations']} | {row['ran']} | {row['killed']} | {row['survived']} | {row['errors']} |")
     for module, row in table.items():
         for s in row["survivors"]:
             lines += ["", f"### {module}:{s['line']} {s['operator']} #{s['occurrence']} ({s['job']})", "```diff", (s["diff"] or "").strip(), "```"]
@@ -114,9 +146,11 @@ if __name__ == "__main__":
         write_config(args[0], Path(args[1]))
     elif command == "sample":
         sample(args[0], Path(args[1]))
+    elif command == "retest":
+        print(retest(Path(args[0])))
     elif command == "summary":
         text = report(Path(args[0]))
         (Path(args[0]) / "summary.md").write_text(text)
         print(text)
     else:
-        sys.exit(f"mutation/session.py: unknown command {command!r} (modules | config | sample | summary)")
+        sys.exit(f"mutation/session.py: unknown command {command!r} (modules | config | sample | retest | summary)")

@@ -78,3 +78,32 @@ Feature: Messages (001, "Messages")
       | assistant   | calls: c3              |
       | tool_result | c3                     |
       | assistant   | Bring an umbrella.     |
+
+  # Found by mutation testing (docs/selftest.md, "Mutation testing by machine"): a completed
+  # sub-agent's result stored as an error survived. The error flag over what answered the call.
+  @MSG-004 @dim:result_source=tool @dim:result_source=failing_tool @dim:result_source=blocked @dim:result_source=subagent
+  Scenario Outline: A tool result's error flag says whether what answered the call failed
+    Given a subagent tool "delegate"
+    And the call "f1" fails with "forecast service down"
+    And hook "guard" at "pre_tool_call" returns {"kind": "block", "reason": "no weather today"} for call "b1"
+    And the model calls "<tool>" with <args> as "<call>"
+    And the model answers "Rain, 18C."
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then the result of "<call>" is stored <flag>
+
+    Examples: a tool that answers
+      | tool    | args                   | call | flag                                                      |
+      | weather | {"city": "Charleston"} | w1   | with content "Charleston: 18°C, light rain" and no error |
+
+    Examples: a tool that fails
+      | tool     | args                   | call | flag        |
+      | forecast | {"city": "Charleston"} | f1   | as an error |
+
+    Examples: a call blocked by pre_tool_call
+      | tool    | args                   | call | flag        |
+      | weather | {"city": "Charleston"} | b1   | as an error |
+
+    Examples: a sub-agent whose turn completes
+      | tool     | args                                     | call | flag             |
+      | delegate | {"goal": "Find the Charleston forecast"} | d1   | without an error |

@@ -90,20 +90,20 @@ Feature: Messages (001, "Messages")
     And the model answers "Rain, 18C."
     And the model answers "Bring an umbrella."
     When the user sends "Do I need an umbrella?"
-    Then the result of "<call>" is stored <flag>
+    Then the result of "<call>" is stored with is_error "<is_error>"
 
     Examples: a tool that answers
-      | tool    | args                   | call | flag                                                      |
-      | weather | {"city": "Charleston"} | w1   | with content "Charleston: 18°C, light rain" and no error |
+      | tool    | args                   | call | is_error |
+      | weather | {"city": "Charleston"} | w1   | false    |
 
     Examples: a tool that fails
-      | tool     | args                   | call | flag        |
-      | forecast | {"city": "Charleston"} | f1   | as an error |
+      | tool     | args                   | call | is_error |
+      | forecast | {"city": "Charleston"} | f1   | true     |
 
     Examples: a call blocked by pre_tool_call
-      | tool    | args                   | call | flag        |
-      | weather | {"city": "Charleston"} | b1   | as an error |
+      | tool    | args                   | call | is_error |
+      | weather | {"city": "Charleston"} | b1   | true     |
 
     Examples: a sub-agent whose turn completes
-      | tool     | args                                     | call | flag             |
-      | delegate | {"goal": "Find the Charleston forecast"} | d1   | without an error |
+      | tool     | args                                     | call | is_error |
+      | delegate | {"goal": "Find the Charleston forecast"} | d1   | false    |

@@ -13,6 +13,7 @@ hooks got a wrong TurnInfo is not also blamed for its journal.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -330,10 +331,8 @@ def ident_then_top_level(akc: ScenarioContext) -> None:
         expect_equal(f"parent_turn_id in the TurnInfo of {where}", None, turn.get("parent_turn_id"))
 
 
-@then("every session id and turn id the run shows is a UUID v7")
-def ident_then_uuid7(akc: ScenarioContext) -> None:
-    """Session and turn ids in every TurnInfo, every outcome and every journal record are UUIDs
-    of version 7 (any v7: random bits and counters are the kernel's choice)."""
+def shown_ids(akc: ScenarioContext) -> list[tuple[str, Any]]:
+    """(where, value) of every session and turn id in a TurnInfo, an outcome or a journal record."""
     seen: list[tuple[str, Any]] = []
     for where, e in turn_events(akc):
         turn = normal_turn(e.get("turn")) or {}
@@ -347,7 +346,14 @@ def ident_then_uuid7(akc: ScenarioContext) -> None:
     seen += [(f"id of journal session {i + 1}", s.id) for i, s in enumerate(journal.sessions)]
     seen += [(f"turn_id of journal turn {i + 1}", t.turn.turn_id) for i, t in enumerate(journal.turns)]
     seen += [(f"session_id of journal turn {i + 1}", t.turn.session_id) for i, t in enumerate(journal.turns)]
-    akc.evidence.require("session and turn ids the run showed", seen)
+    return seen
+
+
+@then("every session id and turn id the run shows is a UUID v7")
+def ident_then_uuid7(akc: ScenarioContext) -> None:
+    """Session and turn ids in every TurnInfo, every outcome and every journal record are UUIDs
+    of version 7 (any v7: random bits and counters are the kernel's choice)."""
+    seen = akc.evidence.require("session and turn ids the run showed", shown_ids(akc))
     for what, value in seen:
         problem = uuid7_problem(value)
         if problem:
@@ -591,3 +597,38 @@ def ident_then_each_turn_own_id(akc: ScenarioContext, what: str) -> None:
             )
         seen[turn_id] = k
     akc.evidence.saw(f"{len(groups)} turns, each with its own turn id")
+
+
+#: How far past the clock an id's time may be: RFC 9562 lets a generator move its timestamp on
+#: when a millisecond's counter overflows (a few ms); a second is more than any run here needs.
+ID_TIME_SLACK_MS = 1000
+#: A run lasts less than its hard timeout; this bounds the wall-clock time of its ids.
+WALL_WINDOW_S = 120
+
+
+@given(parsers.re(r"the clock starts at (?P<start>\d+(?:\.\d+)?) seconds since the epoch$"))
+def ident_given_clock_start(akc: ScenarioContext, start: str) -> None:
+    """The injected clock (capability injectable_clock) reads this at the start of the run."""
+    akc.merge({"clock": {"start": float(start)}})
+
+
+@then("the time inside every session id and turn id the run shows is when the run made it")
+def ident_then_uuid7_time(akc: ScenarioContext) -> None:
+    """Decoded, not only shaped: a UUID v7 holds the Unix time in ms at which it was made
+    (RFC 9562 §5.7). Either clock is accepted: the injected one (from its start to its last
+    reading) or the wall clock during the run."""
+    seen = akc.evidence.require("session and turn ids the run showed", shown_ids(akc))
+    clock = akc.scenario.clock
+    low, high = int(clock.start * 1000), int(max(clock.start, max((e.get("t", 0) for e in akc.log), default=0)) * 1000)
+    wall = time.time()
+    wall_low, wall_high = int((wall - WALL_WINDOW_S) * 1000), int(wall * 1000)
+    for what, value in seen:
+        if uuid7_problem(value):
+            continue  # IDENT-005's other check says what is wrong with it
+        ms = uuid7_ms(value)
+        if not (low <= ms <= high + ID_TIME_SLACK_MS or wall_low <= ms <= wall_high + ID_TIME_SLACK_MS):
+            raise ConformanceFailure(
+                f"the time inside {what} ({value})",
+                f"between {low} and {high} ms (the injected clock) or during the run by the wall clock",
+                f"{ms} ms",
+            )

@@ -4,10 +4,12 @@ the module and line cosmic-ray mutated (docs/selftest.md, "Mutation testing by m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from conformance.selftest.registry import mutant
+from conformance.selftest.registry import flag, mutant
 from reference_kernel.agent import CommonAgent
+from reference_kernel.ids import IdGenerator
 
 
 @mutant("MSG-004")
@@ -18,3 +20,13 @@ class CompletedChildIsAnError(CommonAgent):
     async def _delegate(self, c: Any, t: Any, span: str) -> tuple[str, bool]:
         content, _ = await super()._delegate(c, t, span)
         return content, True
+
+
+def _ids_from_a_slow_clock(clock: Callable[[], float]) -> Callable[[], str]:
+    """UUID v7 ids made from 0.999 of the clock's value: well formed, 20 days early today."""
+    return IdGenerator(lambda: clock() * 0.999)
+
+
+flag("mutant", "uuid7_time_scaled", __name__,
+     "UUID v7 ids whose time is 0.999 of the clock's (ids.py:85, `* 1000` -> `* 999`).",
+     breaks="IDENT-005", profile="commonagent", ids_factory=_ids_from_a_slow_clock)

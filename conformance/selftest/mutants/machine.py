@@ -9,7 +9,9 @@ from typing import Any
 
 from conformance.selftest.registry import flag, mutant
 from reference_kernel.agent import CommonAgent
+from reference_kernel.errors import ConfigError
 from reference_kernel.ids import IdGenerator
+from reference_kernel.kernel import Kernel
 
 
 @mutant("MSG-004")
@@ -30,3 +32,14 @@ def _ids_from_a_slow_clock(clock: Callable[[], float]) -> Callable[[], str]:
 flag("mutant", "uuid7_time_scaled", __name__,
      "UUID v7 ids whose time is 0.999 of the clock's (ids.py:85, `* 1000` -> `* 999`).",
      breaks="IDENT-005", profile="commonagent", ids_factory=_ids_from_a_slow_clock)
+
+
+@mutant("DOOM-004")
+class DoomThresholdOneRefused(Kernel):
+    """A doom-loop threshold of 1 is refused when a session run builds its detector (doom.py:54,
+    `threshold < 1` -> `threshold < 2`): the threshold is configurable, but not down to 1."""
+
+    async def _run(self, *args: Any, **kwargs: Any) -> Any:
+        if self.profile.doom_loop.threshold < 2:
+            raise ConfigError("doom_loop.threshold", f"must be an integer >= 2, got {self.profile.doom_loop.threshold!r}")
+        return await super()._run(*args, **kwargs)

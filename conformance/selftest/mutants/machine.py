@@ -4,6 +4,7 @@ the module and line cosmic-ray mutated (docs/selftest.md, "Mutation testing by m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -43,3 +44,18 @@ class DoomThresholdOneRefused(Kernel):
         if self.profile.doom_loop.threshold < 2:
             raise ConfigError("doom_loop.threshold", f"must be an integer >= 2, got {self.profile.doom_loop.threshold!r}")
         return await super()._run(*args, **kwargs)
+
+
+@mutant("CONC-002")
+class KeyValuesInWrittenOrder(Kernel):
+    """A concurrency key holds each key-field value as the model wrote it, an object's members
+    unsorted, so equal objects written in another order get distinct keys (concurrency.py:49,
+    `sort_keys=True` -> `False`)."""
+
+    def _tool_key(self, c: Any) -> Any:
+        key = super()._tool_key(c)
+        if key[0] != "key":
+            return key
+        fields = c.args if isinstance(c.args, dict) else {}
+        written = tuple(json.dumps(fields.get(f), separators=(",", ":")) for f in c.entry.spec.concurrency.key_fields)
+        return (*key[:3], written)

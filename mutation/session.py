@@ -95,7 +95,7 @@ def retest(session: Path) -> int:
     """Forget the survivors' results, so the next `cosmic-ray exec` runs them again (after a check
     was added, or the test command changed); returns how many."""
     with sqlite3.connect(session) as db:
-        return db.execute("DELETE FROM work_results WHERE test_outcome = 'survived'").rowcount
+        return db.execute("DELETE FROM work_results WHERE upper(test_outcome) = 'SURVIVED'").rowcount
 
 
 def summarise(sessions: Path) -> dict:

@@ -205,7 +205,6 @@ def msg_then_conversation(akc: ScenarioContext, k: str, datatable: list[list[str
         raise ConformanceFailure(f"the stored conversation of the session of message {k}", expected, observed)
 
 
-
 @then(parsers.re(r'the result of "(?P<call_id>[^"]+)" is stored with is_error "(?P<flag>true|false)"$'))
 def msg_then_result_flag(akc: ScenarioContext, call_id: str, flag: str) -> None:
     """The stored result of a call has a text content and this error flag (whatever answered

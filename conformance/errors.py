@@ -6,6 +6,8 @@ Three kinds of trouble, kept apart because they give different verdicts:
   forbids → verdict ``fail``. Its message always says what was expected and what was observed.
 * :class:`HarnessError`: the harness or the adapter broke (not the kernel's fault) → ``error``.
 * :class:`Unsupported`: the adapter says it cannot express the scenario → ``incomplete``.
+* :class:`Blocked`: a precondition that is another requirement's subject did not happen →
+  ``blocked`` (one fault, one verdict: that other requirement fails, this one is not counted).
 """
 
 from __future__ import annotations
@@ -33,10 +35,17 @@ def show(value: Any, limit: int = 300) -> str:
 
 
 class ConformanceFailure(AssertionError):
-    """The kernel did not do what a requirement says: verdict ``fail``."""
+    """The kernel did not do what a requirement says: verdict ``fail``.
 
-    def __init__(self, what: str, expected: Any = None, observed: Any = None, *, raw: bool = False):
+    ``subject`` names the requirement(s) whose subject the failed step judges, where that may not
+    be the scenario's own (a rendezvous that did not meet is concurrency's subject): a check tagged
+    with other ids is ``blocked`` by these, not their failure. Empty: every tagged id fails."""
+
+    def __init__(
+        self, what: str, expected: Any = None, observed: Any = None, *, raw: bool = False, subject: str | Sequence[str] = ()
+    ):
         self.what = what
+        self.subject = [subject] if isinstance(subject, str) else list(subject)
         self.expected = expected
         self.observed = observed
         if raw:

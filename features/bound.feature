@@ -20,7 +20,7 @@ Feature: Loop termination and bounds
   detector never fires here. Pricing is 1000 USD per million input tokens: 1000 tokens cost 1 USD.
 
   # The model always asks for tools (3 more calls than max_turns allows): N = 1, 2, 3 and 5.
-  @BOUND-002 @BOUND-003 @BOUND-006
+  @BOUND-002 @BOUND-003 @BOUND-006 @dim:calls_per_response=1 @dim:max_turns=1 @dim:max_turns=2+ @dim:firing=max_turns @dim:others=unset
   Scenario Outline: max_turns alone stops tool execution after the N-th turn
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And max_turns is <n>
@@ -36,7 +36,7 @@ Feature: Loop termination and bounds
       | 3 | 6     |
       | 5 | 8     |
 
-  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s
+  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @dim:firing=max_turns @dim:others=far
   Scenario: max_turns fires while cost and wall clock are far from their limits
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -56,7 +56,7 @@ Feature: Loop termination and bounds
     Then tools ran only in the model calls max_turns 2 allows
     And the run ends with a subtype other than "success"
 
-  @BOUND-004 @BOUND-006
+  @BOUND-004 @BOUND-006 @dim:firing=max_cost_usd @dim:others=unset
   Scenario: max_cost_usd alone stops the loop once the session's cost reaches it
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -75,7 +75,7 @@ Feature: Loop termination and bounds
     And 3 tool calls ran
     And the run ends with a subtype other than "success"
 
-  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s
+  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @dim:firing=max_cost_usd @dim:others=far
   Scenario: max_cost_usd fires while turns and wall clock are far from their limits
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -97,7 +97,7 @@ Feature: Loop termination and bounds
   # The harness clock advances 10 s per model call: 10 s at step 17 of turn 1, 20 s after turn 2,
   # 30 s after turn 3. A limit of exactly 20 s is hit at step 17 of turn 2 ("hitting any one of the
   # three MUST terminate"; cost fires at <= 0 too); 25 s is crossed in turn 3; 1000 s never.
-  @BOUND-005 @BOUND-006 @cap_injectable_clock
+  @BOUND-005 @BOUND-006 @cap_injectable_clock @dim:firing=max_wall_clock_s @dim:others=unset @dim:wall_clock_limit=reached_at_a_step @dim:wall_clock_limit=crossed_between_steps
   Scenario Outline: max_wall_clock_s alone stops the loop once the session run has lasted that long
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -116,7 +116,7 @@ Feature: Loop termination and bounds
       | 20    | 2   |
       | 25    | 3   |
 
-  @BOUND-005 @BOUND-006 @cap_injectable_clock
+  @BOUND-005 @BOUND-006 @cap_injectable_clock @dim:wall_clock_limit=never_reached
   Scenario: max_wall_clock_s far above the session run's length does not stop the loop
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -129,7 +129,7 @@ Feature: Loop termination and bounds
     Then 4 tool calls ran
     And the run ends with subtype "success"
 
-  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @cap_injectable_clock
+  @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @cap_injectable_clock @dim:firing=max_wall_clock_s @dim:others=far
   Scenario: max_wall_clock_s fires while turns and cost are far from their limits
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -163,6 +163,11 @@ Feature: Loop termination and bounds
     When the kernel runs
     Then tool "c1" ran
     And tool "w1" ran
+    And the hook points of model call 1 include, in order:
+      | pre-tool-call  |
+      | post-tool-call |
+    # plan-ready and post-apply are LOOP-009/011's subject: a kernel without them (declared absent)
+    # is blocked by LOOP-009 here, once BOUND-001's own subject above has been judged.
     And the hook points of model call 1 include, in order:
       | pre-tool-call  |
       | plan-ready     |
@@ -279,7 +284,7 @@ Feature: Loop termination and bounds
     And the model answers "final answer"
     When the kernel runs
     Then the run ends with subtype "error_max_wall_clock"
-  @BOUND-007
+  @BOUND-007 @dim:bound=max_turns
   Scenario: max_turns takes the limit-reached path
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And max_turns is 3
@@ -287,7 +292,7 @@ Feature: Loop termination and bounds
     When the kernel runs
     Then the session took the limit-reached path after its last turn that ran tools
 
-  @BOUND-007 @cap_max_cost_usd
+  @BOUND-007 @cap_max_cost_usd @dim:bound=max_cost_usd
   Scenario: max_cost_usd takes the same limit-reached path
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -304,7 +309,7 @@ Feature: Loop termination and bounds
     When the kernel runs
     Then the session took the limit-reached path after model call 2
 
-  @BOUND-007 @cap_max_wall_clock_s @cap_injectable_clock
+  @BOUND-007 @cap_max_wall_clock_s @cap_injectable_clock @dim:bound=max_wall_clock_s
   Scenario: max_wall_clock_s takes the same limit-reached path
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -318,7 +323,7 @@ Feature: Loop termination and bounds
     When the kernel runs
     Then the session took the limit-reached path after model call 2
 
-  @LOOP-017
+  @LOOP-017 @dim:limit=max_turns
   Scenario: session-end is dispatched once, after the limit-reached turn
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And max_turns is 1
@@ -332,7 +337,7 @@ Feature: Loop termination and bounds
       | post-model-response |
       | session-end         |
 
-  @BOUND-016
+  @BOUND-016 @dim:bound=max_turns
   Scenario: In soft mode the session pauses at the bound and a further message continues it
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -350,7 +355,7 @@ Feature: Loop termination and bounds
     And user message 2 ends with subtype "success"
     And the request of the last model call holds the result of call "c1"
 
-  @BOUND-017
+  @BOUND-017 @dim:bound=max_turns
   Scenario: Without asking for soft mode, a session still ends hard at the bound
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And max_turns is 1
@@ -358,5 +363,67 @@ Feature: Loop termination and bounds
     And the model calls "lookup" with {"q": 2} as "c2"
     And the model calls "lookup" with {"q": 3} as "c3"
     And the model answers "final answer"
+    When the kernel runs
+    Then the run ends with a subtype that starts with "error_max_"
+
+  # Several calls in one response (issue 21): max_turns counts turns, not tool calls. With
+  # max_turns = 4 and three calls a turn, a kernel counting calls fires after 2 tool turns, which
+  # neither reading of final-turn-counts allows (4, or 3).
+  @BOUND-002 @dim:calls_per_response=3+
+  Scenario: max_turns counts turns, not the tool calls in them
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And max_turns is 4
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "t1c1", "name": "lookup", "args": {"q": 11}}, {"id": "t1c2", "name": "lookup", "args": {"q": 12}}, {"id": "t1c3", "name": "lookup", "args": {"q": 13}}]},
+       {"tool_calls": [{"id": "t2c1", "name": "lookup", "args": {"q": 21}}, {"id": "t2c2", "name": "lookup", "args": {"q": 22}}, {"id": "t2c3", "name": "lookup", "args": {"q": 23}}]},
+       {"tool_calls": [{"id": "t3c1", "name": "lookup", "args": {"q": 31}}, {"id": "t3c2", "name": "lookup", "args": {"q": 32}}, {"id": "t3c3", "name": "lookup", "args": {"q": 33}}]},
+       {"tool_calls": [{"id": "t4c1", "name": "lookup", "args": {"q": 41}}, {"id": "t4c2", "name": "lookup", "args": {"q": 42}}, {"id": "t4c3", "name": "lookup", "args": {"q": 43}}]},
+       {"tool_calls": [{"id": "t5c1", "name": "lookup", "args": {"q": 51}}, {"id": "t5c2", "name": "lookup", "args": {"q": 52}}, {"id": "t5c3", "name": "lookup", "args": {"q": 53}}]},
+       {"tool_calls": [{"id": "t6c1", "name": "lookup", "args": {"q": 61}}, {"id": "t6c2", "name": "lookup", "args": {"q": 62}}, {"id": "t6c3", "name": "lookup", "args": {"q": 63}}]},
+       {"tool_calls": [{"id": "t7c1", "name": "lookup", "args": {"q": 71}}, {"id": "t7c2", "name": "lookup", "args": {"q": 72}}, {"id": "t7c3", "name": "lookup", "args": {"q": 73}}]},
+       {"text": "final answer"}]
+      """
+    When the kernel runs
+    Then tools ran only in the model calls max_turns 4 allows
+    And the run ends with a subtype other than "success"
+
+  # Soft mode is 003's for max_turns *and* max_cost_usd (issue 21: offered for one bound
+  # dimension but not the other). 1000 input tokens cost 1 USD.
+  @BOUND-016 @cap_max_cost_usd @dim:bound=max_cost_usd
+  Scenario: In soft mode the session pauses at the cost bound and a further message continues it
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_cost_usd": 1.0, "soft": true}, "model": {"pricing": {"input_usd_per_mtok": 1000}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"text": "paused here"},
+       {"text": "continued"}]
+      """
+    And the user message "hello"
+    And the user message "go on"
+    When the kernel runs
+    Then the kernel did not raise
+    And user message 1 ends with a subtype that does not start with "error_max_"
+    And user message 2 ends with subtype "success"
+    And the request of the last model call holds the result of call "c1"
+
+  @BOUND-017 @cap_max_cost_usd @dim:bound=max_cost_usd
+  Scenario: Without asking for soft mode, a session still ends hard at the cost bound
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_cost_usd": 1.0}, "model": {"pricing": {"input_usd_per_mtok": 1000}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c3", "name": "lookup", "args": {"q": 3}}], "usage": {"input_tokens": 1000}},
+       {"text": "final answer"}]
+      """
     When the kernel runs
     Then the run ends with a subtype that starts with "error_max_"

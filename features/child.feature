@@ -16,6 +16,7 @@ Feature: Child turns (001, "Child turns")
     And a subagent tool "delegate"
     And a tool "weather"
 
+  @dim:depth=1 @dim:definition_profile=same
   Scenario Outline: A child turn's identity is derived from its parent turn
     Given the model calls "delegate" with {"goal": "Find the Charleston forecast"} as "d1"
     And the model calls "weather" with {"city": "Charleston"} as "k1"
@@ -51,6 +52,7 @@ Feature: Child turns (001, "Child turns")
       | is one level deeper than the parent turn |
       | has depth 1                             |
 
+  @dim:depth=2 @dim:definition_profile=same
   Scenario Outline: A grandchild turn's identity is derived from the child turn
     Given the model calls "delegate" with {"goal": "Plan the trip"} as "d1"
     And the model calls "delegate" with {"goal": "Check the weather"} as "d2"
@@ -87,3 +89,53 @@ Feature: Child turns (001, "Child turns")
       | rule                                            |
       | is one level deeper than the child turn of "d1" |
       | has depth 2                                     |
+
+  # Issue 21: a child turn is a turn of its own. The sub-agent definition names another profile
+  # (001: same profile as the parent); the child's session is new (empty history, session hooks).
+  @cap_subagents @dim:definition_profile=other @dim:depth=1 @dim:session=new
+  Scenario Outline: A child turn is a turn of a new session, with the parent's profile whatever its definition names
+    Given the definition of the subagent tool "delegate" names the profile "researcher"
+    And the model calls "delegate" with {"goal": "Find the Charleston forecast"} as "d1"
+    And the model calls "weather" with {"city": "Charleston"} as "k1"
+    And the model answers "Rain, 18C."
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then tool "k1" ran
+    And the child turn of "d1" <rule>
+
+    @CHILD-001
+    Examples: same profile as the parent, not the definition's
+      | rule                              |
+      | runs with the parent's profile id |
+
+    @CHILD-003
+    Examples: a new session has no history
+      | rule                          |
+      | starts from an empty history |
+
+    @IDENT-007
+    Examples: a turn id of its own
+      | rule                     |
+      | has a turn id of its own |
+
+    @JOURNAL-002
+    Examples: started in the journal with its own TurnInfo
+      | rule                                            |
+      | is started in the journal with its TurnInfo |
+
+    @TURN-009 @TURN-020
+    Examples: the session hooks of a new session
+      | rule                                                               |
+      | dispatched on_session_start first and on_session_end as its last hook |
+
+  @cap_subagents @IDENT-005 @dim:id=child-session @dim:id=child-turn @dim:depth=1 @dim:depth=2
+  Scenario: The ids of child and grandchild turns are UUID v7 made during the run
+    Given the model calls "delegate" with {"goal": "Plan the trip"} as "d1"
+    And the model calls "delegate" with {"goal": "Check the weather"} as "d2"
+    And the model calls "weather" with {"city": "Charleston"} as "k1"
+    And the model answers "Rain."
+    And the model answers "Take an umbrella."
+    And the model answers "Trip planned."
+    When the user sends "Plan my trip to Charleston"
+    Then tool "k1" ran
+    And every session id and turn id the run shows was made during the run

@@ -29,7 +29,7 @@ Feature: Turn-level tool-call concurrency
   Background:
     Given every call waits a moment for a helper call to start: a probe call, or the other interactive call of its response
 
-  @CONC-001
+  @CONC-001 @dim:keys_differ_by=tool @dim:calls=2 @dim:with_interactive=no
   Scenario: Data-source calls to two tools declared safe run concurrently
     Given the tools:
       | name   | kind        | concurrency |
@@ -45,7 +45,7 @@ Feature: Turn-level tool-call concurrency
     Then calls "a1" and "b1" ran at the same time
     And 2 tool calls ran
 
-  @CONC-001
+  @CONC-001 @dim:keys_differ_by=no_key_fields @dim:calls=3+
   Scenario: Calls to one safe data-source tool without key fields each have a key of their own
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the model calls in one response:
@@ -58,7 +58,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "a1", "a2" and "a3" ran at the same time
 
-  @CONC-001
+  @CONC-001 @dim:keys_differ_by=key_field_value @dim:calls=2
   Scenario: Data-source calls with different key-field values run concurrently
     Given a tool "read" of kind "data_source" with concurrency safe on "path"
     And the model calls in one response:
@@ -70,7 +70,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "r1" and "r2" ran at the same time
 
-  @CONC-001
+  @CONC-001 @dim:keys_differ_by=second_key_field @dim:calls=2
   Scenario: Data-source calls equal in the first key field and different in the second run concurrently
     Given a tool "read" of kind "data_source" with concurrency safe on "dir, name"
     And the model calls in one response:
@@ -82,7 +82,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "r1" and "r2" ran at the same time
 
-  @CONC-001
+  @CONC-001 @dim:with_interactive=yes
   Scenario: An interactive call in the same message does not serialise distinct-key data-source calls
     Given the tools:
       | name   | kind        | concurrency |
@@ -99,7 +99,7 @@ Feature: Turn-level tool-call concurrency
     Then calls "a1" and "a2" ran at the same time
     And tool "i1" ran
 
-  @CONC-002
+  @CONC-002 @dim:kind=data_source
   Scenario: Calls with the same key-field values run one after the other
     Given the tools:
       | name  | kind        | provider | concurrency |
@@ -115,7 +115,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "r1" and "r2" never overlap
 
-  @CONC-002
+  @CONC-002 @dim:kind=resource
   Scenario: Resource calls with the same key-field values are applied one after the other
     Given the tools:
       | name  | kind     | provider | concurrency |
@@ -147,7 +147,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "s1" and "s2" never overlap
 
-  @CONC-004
+  @CONC-004 @dim:declared_kind=unsafe_data_source
   Scenario: Two unsafe operations of one provider share its provider-wide lock
     Given the tools:
       | name  | kind        | provider | concurrency |
@@ -164,7 +164,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "q1" and "d1" never overlap
 
-  @CONC-004
+  @CONC-004 @dim:declared_kind=undeclared_resource
   Scenario: Undeclared resource operations of one provider are applied one after the other
     Given the tools:
       | name   | kind     | provider | concurrency |
@@ -184,7 +184,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "w1", "x1" and "m1" never overlap
 
-  @CONC-005
+  @CONC-005 @dim:keys_differ_by=key_field_value
   Scenario: Approved resource calls with different key-field values are applied concurrently
     Given a tool "write" of kind "resource" with concurrency safe on "path" and from provider "fs"
     And the model calls in one response:
@@ -196,7 +196,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "w1" and "w2" ran at the same time
 
-  @CONC-005
+  @CONC-005 @dim:keys_differ_by=second_key_field
   Scenario: Resource calls equal in the first key field and different in the second are applied concurrently
     Given a tool "write" of kind "resource" with concurrency safe on "dir, name" and from provider "fs"
     And the model calls in one response:
@@ -209,7 +209,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "w1", "w2" and "w3" ran at the same time
 
-  @CONC-006
+  @CONC-006 @dim:declared_kind=unsafe_data_source
   Scenario: Unsafe operations of two different providers run concurrently
     Given the tools:
       | name  | kind        | provider | concurrency |
@@ -224,7 +224,7 @@ Feature: Turn-level tool-call concurrency
     When the kernel runs
     Then calls "q1" and "s1" ran at the same time
 
-  @CONC-006
+  @CONC-006 @dim:declared_kind=undeclared_resource
   Scenario: Undeclared resource operations of two different providers are applied concurrently
     Given the tools:
       | name   | kind     | provider |
@@ -280,7 +280,7 @@ Feature: Turn-level tool-call concurrency
     And tool "l1" ran
     And tool "w1" ran
 
-  @TOOL-003
+  @TOOL-003 @dim:kernel_kinds=mixed
   Scenario: Results of calls of every kind go back in the order the model asked
     Given the tools:
       | name   | kind        | concurrency |
@@ -298,6 +298,40 @@ Feature: Turn-level tool-call concurrency
     And calls finish in the order "a2, a1, w2, w1"
     When the kernel runs
     Then the latest tool results sent in model call 2 are in an order the profile allows for "w1, a1, i1, w2, a2"
+
+  # A concurrency key is (provider, tool, key-field values): two tools of one provider whose key
+  # values are equal still have distinct keys (issue 21, "several of a kind").
+  @CONC-001 @dim:keys_differ_by=tool_with_equal_key_values @dim:calls=2
+  Scenario: Two safe tools of one provider called with equal key-field values run concurrently
+    Given the tools:
+      | name | kind        | provider | concurrency |
+      | read | data_source | fs       | safe:path   |
+      | stat | data_source | fs       | safe:path   |
+    And the model calls in one response:
+      | id | name | args              |
+      | r1 | read | {"path": "a.txt"} |
+      | s1 | stat | {"path": "a.txt"} |
+    And the model answers "done"
+    And calls "r1" and "s1" must meet
+    When the kernel runs
+    Then calls "r1" and "s1" ran at the same time
+
+  # Whether undeclared data-source calls of *one* provider share its lock is open (reading
+  # undeclared-data-source); those of two providers hold different keys under either reading.
+  @CONC-006 @dim:declared_kind=undeclared_data_source
+  Scenario: Undeclared data-source operations of two different providers run concurrently
+    Given the tools:
+      | name   | kind        | provider |
+      | lookup | data_source | db       |
+      | search | data_source | web      |
+    And the model calls in one response:
+      | id | name   | args     |
+      | l1 | lookup | {"q": 1} |
+      | s1 | search | {"q": 2} |
+    And the model answers "done"
+    And calls "l1" and "s1" must meet
+    When the kernel runs
+    Then calls "l1" and "s1" ran at the same time
 
   # Found by mutation testing (docs/selftest.md, "Mutation testing by machine"): a key built from
   # an object's members in the order the model wrote them survived, as every key value here was a

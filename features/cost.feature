@@ -17,7 +17,7 @@ Feature: Cost accounting
   wherever a cost bound is, so the cost dimension is judged with another dimension configured. Where the bound should fire, the
   next scripted response is a plain answer, so a kernel that does not fire ends with "success".
 
-  @COST-001
+  @COST-001 @dim:usage_events_per_call=1
   Scenario: Every usage event is costed from the model's pricing when it is received
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -39,7 +39,7 @@ Feature: Cost accounting
   # A provider that reports input usage as the stream opens and output usage at its end: two or
   # three usage events in one model call, each costed and persisted (not only the last, not summed
   # into one with a wrong price).
-  @COST-001
+  @COST-001 @dim:usage_events_per_call=several
   Scenario: Several usage events in one model call are each costed and persisted
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -62,7 +62,7 @@ Feature: Cost accounting
   # usage event and is then cancelled (or fails) never reaches an end of stream: a kernel that
   # costs usage only once the stream is over loses that event. (000's "nothing partial is saved
   # from a cancelled model call" is about the message, STOP-003: spent tokens are not conversation.)
-  @COST-002
+  @COST-002 @dim:cut_short_by=cancel
   Scenario: A usage event received before a cancel is persisted with its cost
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -79,7 +79,7 @@ Feature: Cost accounting
     Then every usage chunk the model streamed is persisted as one usage event with its token counts
     And every persisted usage event's cost_usd is the pricing formula applied to its tokens
 
-  @COST-002
+  @COST-002 @dim:cut_short_by=model_error
   Scenario: A usage event received before the model call fails is persisted with its cost
     Given the scenario settings:
       """
@@ -93,7 +93,7 @@ Feature: Cost accounting
 
   # Costs 0.5, 1.0, 1.5: the running sum is 0.5, 1.5, 3.0. No single event reaches 2.0, the sum
   # does in turn 3.
-  @COST-003
+  @COST-003 @dim:usage_events_per_call=1 @dim:sum_vs_limit=below @dim:sum_vs_limit=above
   Scenario: The bound fires in the very turn the running sum of cost reaches max_cost_usd
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -153,7 +153,7 @@ Feature: Cost accounting
     And the run ends with a subtype other than "success"
 
   # Root budget 10 USD, the child's own 1.5 USD: the child fires after its second turn (2 USD).
-  @COST-006
+  @COST-006 @dim:smaller=child_own
   Scenario: A child's budget is its own max_cost_usd when that is below the parent's remaining budget
     Given the scenario settings:
       """
@@ -177,7 +177,7 @@ Feature: Cost accounting
 
   # Root budget 2.5 USD, 1 USD spent before the spawn: the child starts with 1.5 USD although its
   # own limit is 10 USD, and fires after its second turn.
-  @COST-006
+  @COST-006 @dim:smaller=parent_remaining
   Scenario: A child's budget is its parent's remaining budget when that is below the child's own max_cost_usd
     Given the scenario settings:
       """
@@ -201,7 +201,7 @@ Feature: Cost accounting
   # Only the grandchild spends (2 + 2 USD). The middle session (the child) has its own budget of
   # 3.5 USD, the root none: the middle session's own bound fires only if the grandchild's spend is
   # subtracted at the middle session too, not only at the spender and the root.
-  @COST-007
+  @COST-007 @dim:tripped=middle
   Scenario: A grandchild's spend trips the middle session's own bound
     Given the scenario settings:
       """
@@ -228,7 +228,7 @@ Feature: Cost accounting
 
   # Only the grandchild spends (2 + 2 USD). The root's budget is 3.5 USD: it fires only if the
   # grandchild's spend reaches it through the child.
-  @COST-007
+  @COST-007 @dim:tripped=root
   Scenario: A grandchild's spend counts against the root's bound
     Given the scenario settings:
       """
@@ -248,4 +248,26 @@ Feature: Cost accounting
       """
     When the kernel runs
     Then tool "k1" ran
+    And the run ends with a subtype other than "success"
+
+  # Several usage events in one model call (issue 21): the running sum adds every one of them.
+  # Each call streams 500 + 500 input tokens (1 USD): the sum is 1 after turn 1, 2 after turn 2.
+  @COST-003 @dim:usage_events_per_call=several @dim:sum_vs_limit=below @dim:sum_vs_limit=above
+  Scenario: The running sum adds every usage event of a model call, not only its last
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_cost_usd": 1.5, "max_turns": 50}, "model": {"pricing": {"input_usd_per_mtok": 1000}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage_events": [{"input_tokens": 500}, {"input_tokens": 500}]},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage_events": [{"input_tokens": 500}, {"input_tokens": 500}]},
+       {"tool_calls": [{"id": "c3", "name": "lookup", "args": {"q": 3}}], "usage_events": [{"input_tokens": 500}, {"input_tokens": 500}]},
+       {"tool_calls": [{"id": "c4", "name": "lookup", "args": {"q": 4}}], "usage_events": [{"input_tokens": 500}, {"input_tokens": 500}]},
+       {"text": "final answer"}]
+      """
+    When the kernel runs
+    Then tool "c2" ran
+    And 2 tool calls ran
     And the run ends with a subtype other than "success"

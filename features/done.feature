@@ -9,7 +9,7 @@ Feature: Done detection (003)
 
   # ------------------------------------------------------------------ implicit
 
-  @DONE-001
+  @DONE-001 @dim:answer_text=non_empty @dim:terminal_tool_registered=no @dim:turn=later
   Scenario: A response without tool_use blocks ends the session successfully
     Given a tool "fetch" of kind "data_source"
     And the model calls "fetch" with {"q": "1"} as "d1"
@@ -20,7 +20,7 @@ Feature: Done detection (003)
     And no model call follows the first answer without tool calls
     And the run ends with subtype "success"
 
-  @DONE-001
+  @DONE-001 @dim:answer_text=empty @dim:terminal_tool_registered=no @dim:turn=later
   Scenario: A response without tool_use blocks and with empty text ends the session successfully
     Given a tool "fetch" of kind "data_source"
     And the model calls in one response:
@@ -34,7 +34,7 @@ Feature: Done detection (003)
     And no model call follows the first answer without tool calls
     And the run ends with subtype "success"
 
-  @DONE-001
+  @DONE-001 @dim:answer_text=non_empty @dim:terminal_tool_registered=yes @dim:turn=first
   Scenario: A response without tool_use blocks ends the session even when a terminal tool is registered
     Given a tool "finish" of kind "resource" that terminates the turn
     And a tool "fetch" of kind "data_source"
@@ -59,7 +59,7 @@ Feature: Done detection (003)
     And the model was called 1 time
     And the run ends with subtype "success"
 
-  @DONE-003
+  @DONE-003 @dim:calls_in_message=1
   Scenario: The terminal call's post-tool-call is dispatched, then the loop ends
     Given a tool "finish" of kind "resource" that terminates the turn
     And the model calls "finish" with {"summary": "all done"} as "f1"
@@ -67,7 +67,7 @@ Feature: Done detection (003)
     When the kernel runs
     Then the post-tool-call of call "f1" was dispatched before the loop ended
 
-  @DONE-003
+  @DONE-003 @dim:calls_in_message=several
   Scenario: The terminal call's post-tool-call is dispatched when it shares the message with other calls
     Given a tool "finish" of kind "resource" that terminates the turn
     And a tool "fetch" of kind "data_source"
@@ -79,7 +79,7 @@ Feature: Done detection (003)
     When the kernel runs
     Then the post-tool-call of call "f1" was dispatched before the loop ended
 
-  @DONE-004
+  @DONE-004 @dim:terminal_position=first @dim:terminal_position=middle @dim:terminal_position=last
   Scenario Outline: A terminal tool ends the loop even with other tool_use blocks in the message (<where>)
     Given a tool "finish" of kind "resource" that terminates the turn
     And a tool "fetch" of kind "data_source"

@@ -9,16 +9,18 @@ Feature: Doom-loop detection
 
   What the seeds leave open, and these scenarios accept: the default threshold anywhere in [3, 5];
   any canonical form (only key order and insignificant whitespace are required not to matter); the
-  status subtype, which is the adapter's declared AdapterInfo.doom_loop_subtype; whether an
-  interactive call between identical calls breaks a run (no scenario depends on it); the range a
+  status subtype, which is the adapter's declared AdapterInfo.doom_loop_subtype; the range a
   configured threshold may take (the scenarios configure thresholds in [3, 5] only: 3 and 5 between
   them catch a kernel that ignores the setting, whatever its default).
+
+  The window holds resource/data-source calls only: an interactive call between identical ones
+  is not in it and does not break the run.
 
   Where the detector should fire at an exact turn, the next scripted response is a plain answer,
   so a kernel that does not fire (or fires a turn late) ends with "success" instead. Checks that
   are not about the firing turn script more identical calls than the threshold needs.
 
-  @DOOM-001 @DOOM-004
+  @DOOM-001 @DOOM-004 @dim:threshold=3 @dim:threshold=5 @dim:identical_calls=threshold @dim:calls_per_response=1
   Scenario Outline: With threshold <t> the detector fires at the <t>-th identical call
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is <t>
@@ -34,7 +36,7 @@ Feature: Doom-loop detection
       | 3 |
       | 5 |
 
-  @DOOM-004
+  @DOOM-004 @dim:threshold=3 @dim:threshold=5 @dim:identical_calls=threshold-1
   Scenario Outline: With threshold <t>, <n> identical calls do not fire the detector
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is <t>
@@ -50,7 +52,7 @@ Feature: Doom-loop detection
       | 3 | 2 |
       | 5 | 4 |
 
-  @DOOM-003
+  @DOOM-003 @dim:identical_calls=2
   Scenario: With the default threshold, two identical calls never fire the detector
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the model calls "lookup" with {"q": "same"} 2 times
@@ -59,7 +61,7 @@ Feature: Doom-loop detection
     Then 2 identical calls ran in a row
     And the run ends with subtype "success"
 
-  @DOOM-003
+  @DOOM-003 @dim:identical_calls=5
   Scenario: With the default threshold, the detector has fired by the fifth identical call
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the model calls "lookup" with {"q": "same"} 5 times
@@ -80,7 +82,7 @@ Feature: Doom-loop detection
       | post-tool-call |
       | post-apply     |
 
-  @DOOM-006
+  @DOOM-006 @dim:difference=key_order @dim:difference=whitespace
   Scenario: Key order and whitespace of the arguments do not make calls different
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is 3
@@ -96,7 +98,7 @@ Feature: Doom-loop detection
     When the kernel runs
     Then the run ends with a subtype other than "success"
 
-  @DOOM-007
+  @DOOM-007 @dim:breaker=other_args @dim:calls_per_response=1
   Scenario: Other arguments between identical calls break the run
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is 3
@@ -110,7 +112,7 @@ Feature: Doom-loop detection
     Then 5 tool calls ran
     And the run ends with subtype "success"
 
-  @DOOM-007
+  @DOOM-007 @dim:breaker=other_tool @dim:calls_per_response=1
   Scenario: Another tool with the same arguments between identical calls breaks the run
     Given the tools:
       | name   | kind        | concurrency |
@@ -127,7 +129,7 @@ Feature: Doom-loop detection
     Then 5 tool calls ran
     And the run ends with subtype "success"
 
-  @DOOM-008
+  @DOOM-008 @dim:kinds=interactive_only
   Scenario: Repeating the same interactive call never fires the detector
     Given a tool "ask" of kind "interactive"
     And the doom-loop threshold is 3
@@ -137,7 +139,7 @@ Feature: Doom-loop detection
     Then 4 tool calls ran
     And the run ends with subtype "success"
 
-  @DOOM-008
+  @DOOM-008 @dim:kinds=resource_only
   Scenario: Repeated resource calls are compared like data-source calls
     Given a tool "write" of kind "resource"
     And the doom-loop threshold is 3
@@ -169,7 +171,7 @@ Feature: Doom-loop detection
     And the kernel did not raise
     And the run reports an outcome
 
-  @LOOP-017
+  @LOOP-017 @dim:limit=doom_loop
   Scenario: session-end is dispatched once after the doom-loop final turn
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is 3
@@ -181,6 +183,73 @@ Feature: Doom-loop detection
       | context-assemble    |
       | post-model-response |
       | session-end         |
+
+  # Several calls in one response (issue 21): the window counts calls, not turns.
+  @DOOM-004 @dim:calls_per_response=several @dim:threshold=3 @dim:identical_calls=threshold
+  Scenario: Identical calls in one response count one by one towards the threshold
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "k1", "name": "lookup", "args": {"q": "same"}},
+                       {"id": "k2", "name": "lookup", "args": {"q": "same"}}]},
+       {"tool_calls": [{"id": "k3", "name": "lookup", "args": {"q": "same"}}]},
+       {"text": "final answer"}]
+      """
+    When the kernel runs
+    Then 3 tool calls ran
+    And 3 identical calls ran in a row
+    And the run ends with a subtype other than "success"
+
+  @DOOM-007 @dim:calls_per_response=several @dim:breaker=other_args
+  Scenario: A different call inside a response breaks the run of identical calls
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "a1", "name": "lookup", "args": {"q": "same"}},
+                       {"id": "a2", "name": "lookup", "args": {"q": "same"}}]},
+       {"tool_calls": [{"id": "b1", "name": "lookup", "args": {"q": "other"}},
+                       {"id": "a3", "name": "lookup", "args": {"q": "same"}}]},
+       {"tool_calls": [{"id": "a4", "name": "lookup", "args": {"q": "same"}}]},
+       {"text": "done"}]
+      """
+    When the kernel runs
+    Then 5 tool calls ran
+    And the run ends with subtype "success"
+
+  # The window holds the most recent resource/data-source calls only: interactive calls between
+  # identical ones are not in it, so they do not break the run (003, "Doom-loop detection").
+  @DOOM-008 @dim:kinds=data_source_between_interactive @dim:calls_per_response=1
+  Scenario: Identical data-source calls with interactive calls between them fire the detector
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And a tool "ask" of kind "interactive"
+    And the doom-loop threshold is 3
+    And the model calls "lookup" with {"q": "same"} as "a1"
+    And the model calls "ask" with {"question": "next?"} as "q1"
+    And the model calls "lookup" with {"q": "same"} as "a2"
+    And the model calls "ask" with {"question": "and then?"} as "q2"
+    And the model calls "lookup" with {"q": "same"} as "a3"
+    And the model answers "final answer"
+    When the kernel runs
+    Then 5 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  @DOOM-008 @dim:kinds=data_source_between_interactive @dim:calls_per_response=several
+  Scenario: Identical data-source calls sharing each response with an interactive call fire the detector
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And a tool "ask" of kind "interactive"
+    And the doom-loop threshold is 3
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "a1", "name": "lookup", "args": {"q": "same"}}, {"id": "q1", "name": "ask", "args": {"question": "1?"}}]},
+       {"tool_calls": [{"id": "q2", "name": "ask", "args": {"question": "2?"}}, {"id": "a2", "name": "lookup", "args": {"q": "same"}}]},
+       {"tool_calls": [{"id": "a3", "name": "lookup", "args": {"q": "same"}}, {"id": "q3", "name": "ask", "args": {"question": "3?"}}]},
+       {"text": "final answer"}]
+      """
+    When the kernel runs
+    Then 6 tool calls ran
+    And the run ends with a subtype other than "success"
 
   # Found by mutation testing (docs/selftest.md, "Mutation testing by machine"): a detector that
   # refused a threshold of 1 survived, as the threshold was tried at 3 and 5 only. The configured

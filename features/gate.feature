@@ -12,7 +12,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
 
   # ------------------------------------------------------------------ the precheck
 
-  @GATE-001
+  @GATE-001 @dim:turn=first @dim:turn=later @dim:calls_per_response=1 @dim:calls_per_response=several @dim:calls=distinct
   Scenario: Every data-source call is prechecked before it runs, in every turn
     Given the tools:
       | name  | kind        | concurrency |
@@ -28,7 +28,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     When the kernel runs
     Then the policy precheck is consulted for calls "d1, d2, d3", each before it starts
 
-  @GATE-002
+  @GATE-002 @dim:turn=first @dim:turn=later @dim:calls_per_response=1 @dim:calls_per_response=several
   Scenario: Every interactive call is prechecked before it runs, in every turn
     Given the tools:
       | name  | kind        |
@@ -44,7 +44,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     When the kernel runs
     Then the policy precheck is consulted for calls "i1, i2, i3", each before it starts
 
-  @GATE-003
+  @GATE-003 @dim:kind=data_source
   Scenario: A data-source call the precheck denies does not run and its result names the reason
     Given the tools:
       | name  | kind        | concurrency | result         |
@@ -59,7 +59,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     Then call "d1", denied by the precheck because "secret area", did not run and the request of model call 2 holds no output of its tool
     And tool "d2" ran
 
-  @GATE-003
+  @GATE-003 @dim:kind=interactive
   Scenario: An interactive call the precheck denies does not run and its result names the reason
     Given the tools:
       | name | kind        | result       |
@@ -76,7 +76,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
 
   # ------------------------------------------------------------------ the plan
 
-  @GATE-004
+  @GATE-004 @dim:plan=resource_calls @dim:resource_calls=distinct
   Scenario: The plan holds exactly the resource calls of the turn
     Given the tools:
       | name  | kind        |
@@ -93,7 +93,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     When the kernel runs
     Then the plan of model call 1 holds exactly the calls "r1, r2"
 
-  @GATE-004
+  @GATE-004 @dim:plan=no_resource_calls
   Scenario: A turn without resource calls hands plan-ready an empty plan
     Given the tools:
       | name  | kind        |
@@ -127,7 +127,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
 
   # ------------------------------------------------------------------ the veto
 
-  @GATE-006
+  @GATE-006 @dim:vetoes=one_hook
   Scenario: A vetoed plan item is not applied, the others are, and the model does not get its output
     Given a tool "write" of kind "resource" returning "wrote {args}"
     And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r2"], "reason": "too risky"}
@@ -143,7 +143,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     And tool "r3" ran
     And call "r2", vetoed because "too risky", did not run and the request of model call 2 holds no output of its tool
 
-  @GATE-006
+  @GATE-006 @dim:vetoes=two_hooks
   Scenario: Vetoes from two hooks of the chain both hold
     Given a tool "write" of kind "resource" returning "wrote {args}"
     And hook "gate1" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1"], "reason": "first says no"}
@@ -161,7 +161,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     And call "r1", vetoed because "first says no", did not run and the request of model call 2 holds no output of its tool
     And call "r3", vetoed because "second says no", did not run and the request of model call 2 holds no output of its tool
 
-  @GATE-006
+  @GATE-006 @dim:vetoes=earlier_turn
   Scenario: A veto in one turn does not carry over to the next
     Given a tool "write" of kind "resource"
     And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1"], "reason": "not now"} on occurrence 0
@@ -175,3 +175,28 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     Then tool "r1" did not run
     And tool "r0" ran
     And tool "r2" ran
+
+  # Identical calls of one response (issue 21, "repeated or distinct"): each is a call of its own,
+  # prechecked on its own.
+  @GATE-001 @dim:calls=identical
+  Scenario: Identical data-source calls of one response are each prechecked
+    Given a tool "fetch" of kind "data_source" with concurrency safe
+    And the model calls in one response:
+      | id | name  | args       |
+      | d1 | fetch | {"q": "1"} |
+      | d2 | fetch | {"q": "1"} |
+      | d3 | fetch | {"q": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then the policy precheck is consulted for calls "d1, d2, d3", each before it starts
+
+  @GATE-004 @dim:plan=resource_calls @dim:resource_calls=identical
+  Scenario: Identical resource calls of one response are each an item of the plan
+    Given a tool "write" of kind "resource"
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | r2 | write | {"p": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then the plan of model call 1 holds exactly the calls "r1, r2"

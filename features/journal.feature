@@ -90,7 +90,7 @@ Feature: The journal (001, "The journal")
       | c3      | weather     | {"city": "Boston"}     | low  |          |
       | c4      | delete_file | {"path": "/tmp/b.txt"} | high | denied   |
 
-  @JOURNAL-005
+  @JOURNAL-005 @dim:status=completed
   Scenario: Each turn is finished with its final status: answered
     Given a tool "forecast"
     And the model calls "weather" with {"city": "Charleston"} as "c1"
@@ -101,7 +101,7 @@ Feature: The journal (001, "The journal")
     When the kernel runs
     Then each turn is finished in the journal with the status its run ended with
 
-  @JOURNAL-005
+  @JOURNAL-005 @dim:status=interrupted
   Scenario: Each turn is finished with its final status: cancelled
     Given the turn is cancelled at model call 1
     And the model calls "weather" with {"city": "Charleston"} as "c1"
@@ -112,7 +112,7 @@ Feature: The journal (001, "The journal")
     When the kernel runs
     Then each turn is finished in the journal with the status its run ended with
 
-  @JOURNAL-005
+  @JOURNAL-005 @dim:status=budget_exhausted
   Scenario: Each turn is finished with its final status: out of budget
     Given max_iterations is 1
     And the model calls "weather" with {"city": "Charleston"} as "c1"
@@ -123,7 +123,7 @@ Feature: The journal (001, "The journal")
     When the kernel runs
     Then each turn is finished in the journal with the status its run ended with
 
-  @JOURNAL-005
+  @JOURNAL-005 @dim:status=error
   Scenario: Each turn is finished with its final status: model error
     Given the model fails with status 500
     And the model calls "weather" with {"city": "Charleston"} as "c1"
@@ -149,3 +149,50 @@ Feature: The journal (001, "The journal")
     And the model answers "Bring an umbrella."
     When the user sends "Do I need an umbrella?"
     Then the turn of user message 1 is finished in the journal with status "budget_exhausted"
+
+  # Issue 21: 000's steps order the journal's writes against the hooks and the model calls: the
+  # user message before the first model call, each assistant message after its post_api_request,
+  # each tool call after its post_tool_call and transform_tool_result, the final answer before
+  # the final status. A first turn and a later one; responses with one call and with two.
+  @dim:turn=first @dim:turn=later @dim:calls_per_response=1 @dim:calls_per_response=2
+  Scenario Outline: The journal's writes come in the order of 000's steps
+    Given a tool "lookup"
+    And the model calls "lookup" with {"q": "1"} as "c1"
+    And the model calls in one response:
+      | id | name   | args       |
+      | c2 | lookup | {"q": "2"} |
+      | c3 | lookup | {"q": "3"} |
+    And the model answers "Found it."
+    And the model calls in one response:
+      | id | name   | args       |
+      | c4 | lookup | {"q": "4"} |
+      | c5 | lookup | {"q": "5"} |
+    And the model answers "Found that too."
+    And the user message "Look it up" in session "s1"
+    And the user message "And the other one" in session "s1"
+    When the kernel runs
+    Then the journal writes of user message <k> <rule>
+
+    @TURN-004
+    Examples: the user message before the first model call
+      | k | rule                                                |
+      | 1 | store the user message before the first model call |
+      | 2 | store the user message before the first model call |
+
+    @TURN-015
+    Examples: each assistant message after its post_api_request
+      | k | rule                                                    |
+      | 1 | store each assistant message after its post_api_request |
+      | 2 | store each assistant message after its post_api_request |
+
+    @TOOL-016
+    Examples: each tool call after its post_tool_call and transform_tool_result
+      | k | rule                                                                    |
+      | 1 | store each tool call after its post_tool_call and transform_tool_result |
+      | 2 | store each tool call after its post_tool_call and transform_tool_result |
+
+    @JOURNAL-005
+    Examples: the final answer before the final status
+      | k | rule                                           |
+      | 1 | store the final answer before the final status |
+      | 2 | store the final answer before the final status |

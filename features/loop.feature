@@ -19,7 +19,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ steps 1 and 2
 
-  @LOOP-001
+  @LOOP-001 @dim:turn=first @dim:turn=later @dim:calls_per_response=1
   Scenario: Every turn begins with context-assemble, carrying the history and the budget
     Given a tool "lookup" of kind "data_source"
     And the model calls "lookup" with {"q": "1"} as "a"
@@ -28,7 +28,27 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then every model call starts with "context-assemble" carrying the history and the budget
 
-  @LOOP-001 @LOOP-012
+  @LOOP-001 @dim:turn=later @dim:calls_per_response=several
+  Scenario: Every turn begins with context-assemble also after turns with several, repeated and mixed calls
+    Given the tools:
+      | name  | kind        | concurrency |
+      | fetch | data_source | safe        |
+      | write | resource    |             |
+      | ask   | interactive |             |
+    And the model calls, one response per model call:
+      | turn | id | name  | args       |
+      | 1    | a1 | fetch | {"q": "1"} |
+      | 1    | a2 | fetch | {"q": "1"} |
+      | 2    | b1 | write | {"p": "2"} |
+      | 2    | b2 | fetch | {"q": "2"} |
+      | 2    | b3 | ask   | {"n": 2}   |
+    And the model answers "done after two turns"
+    When the kernel runs
+    Then every model call starts with "context-assemble" carrying the history and the budget
+
+  # Tagged with its subject only: whether each turn starts with context-assemble and its budget is
+  # LOOP-001's (the scenarios above), so a kernel without a budget does not fail LOOP-012 too.
+  @LOOP-012 @dim:blocks=identical
   Scenario: A long session with several, repeated and mixed calls per turn carries the whole history every turn
     Given the tools:
       | name  | kind        | concurrency |
@@ -50,10 +70,9 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | 6    | f1 | fetch | {"q": "6"}   |
     And the model answers "done after six turns"
     When the kernel runs
-    Then every model call starts with "context-assemble" carrying the history and the budget
-    And every model call's history is the previous one's plus its assistant message and one tool_result per call
+    Then every model call's history is the previous one's plus its assistant message and one tool_result per call
 
-  @LOOP-002
+  @LOOP-002 @dim:turn=first @dim:tools_in_history=no
   Scenario: pre-model-call gets the context-assemble chain's replaced output, the tool specs and the params
     Given a tool "lookup" of kind "data_source"
     And a tool "write" of kind "resource"
@@ -75,7 +94,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then the pre-model-call payload of model call 1 carries the context-assemble output, the tool specs and the params
 
-  @LOOP-002
+  @LOOP-002 @dim:turn=later @dim:tools_in_history=yes
   Scenario: pre-model-call of a later turn gets that turn's context-assemble output
     Given a tool "lookup" of kind "data_source"
     And the model calls "lookup" with {"q": "1"} as "a"
@@ -164,7 +183,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And "post-model-response" of model call 2 carries the whole streamed message, dispatched after the stream ended and before any tool hook
     And "post-model-response" was dispatched once in every model call
 
-  @LOOP-005
+  @LOOP-005 @dim:replacement=other_calls
   Scenario: The tool calls of a post-model-response replacement are the ones executed and kept
     Given a tool "lookup" of kind "data_source"
     And hook "edit" at "post-model-response" on occurrence 0 replaces the payload with:
@@ -190,7 +209,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the request of model call 2 holds an assistant message calling "r1" and none calling "a"
     And the tool results sent in model call 2 are in the order "r1"
 
-  @LOOP-005
+  @LOOP-005 @dim:replacement=final_text
   Scenario: A final answer replaced at post-model-response is the one kept in the history
     Given hook "edit" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "the replaced answer"}} on occurrence 0
     And the user message "first question"
@@ -200,7 +219,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then the request of model call 2 holds an assistant message saying "the replaced answer" and none saying "the original answer"
 
-  @LOOP-005
+  @LOOP-005 @dim:replacement=final_text
   Scenario: The message the post-model-response chain returns is its last hook's replacement
     Given hook "first" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "from the first hook"}} on occurrence 0
     And hook "second" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "from the second hook"}} on occurrence 0
@@ -212,7 +231,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     Then the request of model call 2 holds an assistant message saying "from the second hook" and none saying "from the model"
     And the request of model call 2 holds an assistant message saying "from the second hook" and none saying "from the first hook"
 
-  @LOOP-005
+  @LOOP-005 @dim:replacement=no_calls_key
   Scenario: A replacement without tool calls ends the loop even though the model asked for tools
     Given a tool "lookup" of kind "data_source"
     And hook "edit" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "no tools after all"}} on occurrence 0
@@ -223,7 +242,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 6
 
-  @LOOP-006
+  @LOOP-006 @dim:turn=later
   Scenario: A turn without tool_use blocks dispatches no tool hook
     Given a tool "lookup" of kind "data_source"
     And a tool "write" of kind "resource"
@@ -232,7 +251,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then no tool hook was dispatched in model call 2
 
-  @LOOP-006
+  @LOOP-006 @dim:turn=first
   Scenario: A plain answer dispatches no tool hook at all
     Given a tool "write" of kind "resource"
     And the model answers "hi"
@@ -241,7 +260,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 7
 
-  @LOOP-007
+  @LOOP-007 @dim:calls_per_response=3+ @dim:blocks=distinct @dim:kinds=mixed
   Scenario: pre-tool-call runs for every block in declaration order before any tool starts
     Given the tools:
       | name  | kind        | concurrency |
@@ -259,7 +278,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "pre-tool-call" of model call 1 was dispatched for "r1, i1, d1, r2, d2" in this order, before any tool of it started
 
-  @LOOP-007
+  @LOOP-007 @dim:calls_per_response=3+ @dim:blocks=identical @dim:kinds=mixed
   Scenario: pre-tool-call runs for every block, identical blocks included
     Given the tools:
       | name  | kind        | concurrency |
@@ -276,7 +295,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "pre-tool-call" of model call 1 was dispatched for "r1, d1, r2, d2, d3" in this order, before any tool of it started
 
-  @LOOP-007
+  @LOOP-007 @dim:calls_per_response=1 @dim:blocks=distinct @dim:kinds=one
   Scenario: pre-tool-call for a single data-source call comes before it runs
     Given a tool "fetch" of kind "data_source"
     And the model calls "fetch" with {"q": "1"} as "d1"
@@ -306,7 +325,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ steps 10 to 12
 
-  @LOOP-009
+  @LOOP-009 @dim:plan=resource_calls
   Scenario: plan-ready sits between the data-source and interactive calls and the resource calls
     Given the tools:
       | name  | kind        |
@@ -322,7 +341,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "plan-ready" of model call 1 was dispatched after every data-source and interactive call ended and before any resource call started
 
-  @LOOP-009
+  @LOOP-009 @dim:plan=empty
   Scenario: plan-ready is dispatched even when the plan is empty
     Given the tools:
       | name  | kind        |
@@ -335,7 +354,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     Then "plan-ready" was dispatched 1 time in model call 1
     And "plan-ready" was dispatched 1 time in model call 2
 
-  @LOOP-009
+  @LOOP-009 @dim:plan=all_refused
   Scenario: plan-ready is dispatched when every call of the turn was refused by the precheck
     Given a tool "fetch" of kind "data_source"
     And the policy denies "fetch" because "not today"
@@ -346,7 +365,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 13
 
-  @LOOP-010
+  @LOOP-010 @dim:results=success @dim:blocks=distinct
   Scenario: post-tool-call comes once per call, with the call and its result, after every call ended
     Given the tools:
       | name  | kind        | result         |
@@ -363,7 +382,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended
 
-  @LOOP-010
+  @LOOP-010 @dim:results=refused_vetoed_failed @dim:blocks=distinct
   Scenario: post-tool-call is dispatched for refused, vetoed and failing calls too
     Given the tools:
       | name  | kind        |
@@ -384,7 +403,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 14
 
-  @LOOP-011
+  @LOOP-011 @dim:plan=vetoed_item
   Scenario: post-apply comes after every post-tool-call, with the plan as the veto chain left it
     Given the tools:
       | name  | kind        |
@@ -401,7 +420,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     Then "post-apply" of model call 1 was dispatched after all its post-tool-call dispatches and carries the plan the veto chain left
     And "post-apply" was dispatched 1 time in model call 1
 
-  @LOOP-011
+  @LOOP-011 @dim:plan=replaced_by_hook
   Scenario: post-apply carries a plan a plan-ready hook replaced
     Given a tool "write" of kind "resource"
     And hook "rewrite" at "plan-ready" replaces the payload with:
@@ -427,7 +446,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "post-apply" of model call 1 was dispatched after all its post-tool-call dispatches and carries the plan the veto chain left
 
-  @LOOP-011
+  @LOOP-011 @dim:plan=empty
   Scenario: post-apply is dispatched once in every turn with tool calls, an empty plan included
     Given a tool "fetch" of kind "data_source"
     And the model calls "fetch" with {"q": "1"} as "d1"
@@ -439,7 +458,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 15
 
-  @LOOP-012
+  @LOOP-012 @dim:results=success @dim:blocks=distinct
   Scenario: The next turn's history is the last one plus the assistant message and one result per call
     Given the tools:
       | name  | kind        |
@@ -459,7 +478,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the request of model call 2 holds the assistant message of model call 1 and one tool_result per call
     And the request of model call 3 holds the assistant message of model call 2 and one tool_result per call
 
-  @LOOP-012
+  @LOOP-012 @dim:results=refused_vetoed
   Scenario: Refused and vetoed calls still hand on one tool_result each
     Given the tools:
       | name  | kind        |
@@ -479,7 +498,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 18
 
-  @LOOP-013
+  @LOOP-013 @dim:calls=run
   Scenario: Each turn with tool calls is followed by another turn, once its own hooks are over
     Given a tool "fetch" of kind "data_source"
     And the model calls "fetch" with {"q": "1"} as "d1"
@@ -489,7 +508,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then every model call with tool calls is followed by another model call
 
-  @LOOP-013
+  @LOOP-013 @dim:calls=all_vetoed_or_refused
   Scenario: A turn whose calls were all vetoed or refused still leads to another turn
     Given the tools:
       | name  | kind        |
@@ -560,7 +579,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ session-start
 
-  @LOOP-015
+  @LOOP-015 @dim:session_runs=2
   Scenario: session-start opens every session run, a second run of the same session included
     Given a tool "fetch" of kind "data_source"
     And the user message "first question"
@@ -571,7 +590,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-start" was dispatched first in each session run, before its first "context-assemble"
 
-  @LOOP-015
+  @LOOP-015 @dim:session_runs=3
   Scenario: session-start opens the first of three session runs, and the later ones all alike
     Given a tool "fetch" of kind "data_source"
     And the user message "first question"
@@ -584,7 +603,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-start" was dispatched first in each session run, before its first "context-assemble"
 
-  @LOOP-015
+  @LOOP-015 @dim:run_ends_by=max_turns
   Scenario: session-start fires once in a session run ended by max_turns
     Given a tool "fetch" of kind "data_source"
     And max_turns is 2
@@ -594,7 +613,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-start" was dispatched once, before the first "context-assemble"
 
-  @LOOP-015
+  @LOOP-015 @dim:run_ends_by=doom_loop
   Scenario: session-start fires once in a session run ended by the doom-loop detector
     Given a tool "fetch" of kind "data_source"
     And the doom-loop threshold is 3
@@ -603,7 +622,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-start" was dispatched once, before the first "context-assemble"
 
-  @LOOP-015
+  @LOOP-015 @dim:run_ends_by=cancel
   Scenario: session-start fires once in a cancelled session run
     Given a tool "fetch" of kind "data_source"
     And the turn is cancelled at hook "pre-tool-call"
@@ -612,7 +631,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-start" was dispatched once, before the first "context-assemble"
 
-  @LOOP-015
+  @LOOP-015 @dim:run_ends_by=model_error
   Scenario: session-start fires once in a session run whose model call fails
     Given a tool "fetch" of kind "data_source"
     And the model calls "fetch" with {"q": "1"} as "d1"
@@ -620,7 +639,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-start" was dispatched once, before the first "context-assemble"
 
-  @LOOP-015
+  @LOOP-015 @dim:run_ends_by=hook_raise
   Scenario: session-start fires once in a session run whose hook raises
     Given a tool "fetch" of kind "data_source"
     And hook "boom" at "post-tool-call" returns {"kind": "raise", "message": "hook broke"}
@@ -631,7 +650,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ session-end
 
-  @LOOP-020
+  @LOOP-020 @dim:error=model_5xx
   Scenario: session-end closes a session run whose model call fails
     Given a tool "fetch" of kind "data_source"
     And the model calls "fetch" with {"q": "1"} as "d1"
@@ -639,7 +658,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-end" was dispatched last in each session run, after every other hook of it
 
-  @LOOP-020
+  @LOOP-020 @dim:error=hook_raised
   Scenario: session-end closes a session run whose hook raises
     Given a tool "fetch" of kind "data_source"
     And hook "boom" at "post-tool-call" returns {"kind": "raise", "message": "hook broke"}
@@ -649,7 +668,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     Then "session-end" was dispatched last in each session run, after every other hook of it
 
 
-  @LOOP-016
+  @LOOP-016 @dim:session_runs=1 @dim:done_by=plain_answer
   Scenario: session-end closes a session run ended by done detection, after every other hook
     Given a tool "fetch" of kind "data_source"
     And the model calls "fetch" with {"q": "1"} as "d1"
@@ -657,7 +676,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-end" was dispatched last in each session run, after every other hook of it
 
-  @LOOP-016
+  @LOOP-016 @dim:session_runs=2 @dim:done_by=plain_answer
   Scenario: session-end closes each of two session runs of one session
     Given a tool "fetch" of kind "data_source"
     And the user message "first question"
@@ -668,7 +687,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-end" was dispatched last in each session run, after every other hook of it
 
-  @LOOP-016
+  @LOOP-016 @dim:done_by=terminal_tool @dim:session_runs=1
   Scenario: session-end closes a session run ended by a terminal tool
     Given a tool "finish" of kind "resource" that terminates the turn
     And the model calls "finish" with {"summary": "ok"} as "f1"
@@ -676,7 +695,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-end" was dispatched last in each session run, after every other hook of it
 
-  @LOOP-017
+  @LOOP-017 @dim:limit=max_turns
   Scenario: session-end fires once after the final tool-less turn of a max_turns limit
     Given a tool "fetch" of kind "data_source"
     And max_turns is 2
@@ -686,7 +705,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-end" was dispatched once, after the last model call
 
-  @LOOP-017
+  @LOOP-017 @dim:limit=doom_loop
   Scenario: session-end fires once after the final tool-less turn of a doom loop
     Given a tool "fetch" of kind "data_source"
     And the doom-loop threshold is 3
@@ -695,7 +714,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-end" was dispatched once, after the last model call
 
-  @LOOP-018
+  @LOOP-018 @dim:cancel_at=hook_dispatch
   Scenario Outline: session-end fires once when the session run is cancelled at <point>
     Given the tools:
       | name  | kind        |
@@ -720,7 +739,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
       | post-tool-call      | 1          |
       | post-apply          | 1          |
 
-  @LOOP-018
+  @LOOP-018 @dim:cancel_at=tool_running
   Scenario: session-end fires once when the session run is cancelled while a tool runs
     Given a tool "fetch" of kind "data_source"
     And the turn is cancelled when call "d1" starts
@@ -728,3 +747,54 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "done"
     When the kernel runs
     Then "session-end" was dispatched once, after the cancellation
+
+  # A hook may hand back the message with `tool_calls: []` (issue 21, "several of a kind"): an
+  # empty list is no tool_use block, exactly as a message without the key.
+  @LOOP-005 @LOOP-006 @dim:replacement=empty_calls_list @dim:turn=first
+  Scenario: A post-model-response replacement with an empty tool_calls list ends the loop without tool hooks
+    Given a tool "lookup" of kind "data_source"
+    And a tool "write" of kind "resource"
+    And hook "edit" at "post-model-response" returns {"kind": "replace", "payload": {"role": "assistant", "text": "no tools after all", "tool_calls": []}} on occurrence 0
+    And the model calls "lookup" with {"q": "original"} as "a"
+    And the model answers "should not be asked"
+    When the kernel runs
+    Then tool "a" did not run
+    And "post-model-response" was dispatched 1 time
+    And "pre-tool-call" was dispatched 0 times
+    And "plan-ready" was dispatched 0 times
+    And "post-apply" was dispatched 0 times
+    And the model was called 1 time
+    And the run ends with subtype "success"
+
+  # Error classes (issue 21): a kernel that handles only some failures of its model client (5xx,
+  # not a 4xx it blames on its own request, not a stream broken after it began) passes 5xx alone.
+  @LOOP-020 @dim:error=model_4xx @dim:error=model_5xx @dim:error=model_mid_stream
+  Scenario Outline: session-end closes a session run whose model call fails with status <status> after <after> chunks
+    Given a tool "fetch" of kind "data_source"
+    And the model calls "fetch" with {"q": "1"} as "d1"
+    And the model fails with status <status> after <after> chunks
+    When the kernel runs
+    Then "session-end" was dispatched last in each session run, after every other hook of it
+    And the kernel did not raise
+
+    Examples:
+      | status | after |
+      | 400    | 0     |
+      | 429    | 0     |
+      | 503    | 0     |
+      | 500    | 1     |
+
+  # Identical calls of one response (issue 21, "repeated or distinct"): one post-tool-call each.
+  @LOOP-010 @dim:results=success @dim:blocks=identical
+  Scenario: post-tool-call comes once for each of several identical calls
+    Given a tool "fetch" of kind "data_source" with concurrency safe
+    And a tool "write" of kind "resource"
+    And the model calls in one response:
+      | id | name  | args       |
+      | d1 | fetch | {"q": "1"} |
+      | d2 | fetch | {"q": "1"} |
+      | r1 | write | {"p": "1"} |
+      | r2 | write | {"p": "1"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended

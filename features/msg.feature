@@ -24,13 +24,13 @@ Feature: Messages (001, "Messages")
     When the user sends "Do I need an umbrella?"
     Then every stored message has one of 001's shapes
 
-  @MSG-002
+  @MSG-002 @dim:user_text=plain @dim:turn=first
   Scenario: A user message is stored with role user and the text the user sent
     Given the model answers "Bring an umbrella: 18°C and light rain."
     When the user sends "Do I need an umbrella? It's 18°C — light rain, they say."
     Then the user message "Do I need an umbrella? It's 18°C — light rain, they say." is stored with role user and its text
 
-  @MSG-003
+  @MSG-003 @dim:calls_per_response=2 @dim:args=nested
   Scenario: An assistant message asking for tools is stored with each call's id, name and args
     Given the model calls in one response:
       | id | name     | args                                                      |
@@ -59,7 +59,7 @@ Feature: Messages (001, "Messages")
     When the user sends "Do I need an umbrella?"
     Then the final answer "Bring an umbrella: 18°C and light rain." is stored as an assistant message with its text
 
-  @MSG-006
+  @MSG-006 @dim:calls_per_response=1 @dim:calls_per_response=2 @dim:finish_order=reversed
   Scenario: A session's conversation is stored in order
     Given the model calls in one response:
       | id | name     | args                   |

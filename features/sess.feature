@@ -89,3 +89,11 @@ Feature: Sessions (001, "Sessions")
     And the model answers "Bring an umbrella."
     When the user sends "Do I need an umbrella?"
     Then the child session of "d1" is titled with its goal
+
+  # Issue 21 (blind round 2): characters, not bytes - a first message with non-ASCII letters.
+  @SESS-005 @dim:first_message=non-ascii
+  Scenario: A new session's title counts characters, not bytes
+    Given the model answers "Oui."
+    And the user message "Où est la gare? J'ai oublié où elle se trouve, même après être passé près d'elle hier." in session "s1"
+    When the kernel runs
+    Then the session of user message 1 is titled with the first 60 characters of its first message

@@ -25,25 +25,25 @@ Feature: Instrumentation of the turn (003)
       | r2 | write | {"p": "2"} |
     And the model calls "fetch" with {"q": "2"} as "d2"
 
-  @SPAN-001
+  @SPAN-001 @dim:observed_by=count
   Scenario: Each RunTurn has a turn span, the final tool-less turn included
     Given the model answers "final answer"
     When the kernel runs
     Then the trace has one "turn" span per model call
 
-  @SPAN-002
+  @SPAN-002 @dim:observed_by=count
   Scenario: Each model call has a model_call span
     Given the model answers "final answer"
     When the kernel runs
     Then the trace has one "model_call" span per model call
 
-  @SPAN-003
+  @SPAN-003 @dim:observed_by=count
   Scenario: Tool execution is traced in every step that runs tools
     Given the model answers "final answer"
     When the kernel runs
     Then the trace has a "tool" span for every tool execution
 
-  @SPAN-004
+  @SPAN-004 @dim:observed_by=count @dim:plan=empty_and_items
   Scenario: The veto chain is traced in every turn with tool calls, an empty plan included
     Given the model answers "final answer"
     When the kernel runs
@@ -57,34 +57,34 @@ Feature: Instrumentation of the turn (003)
     And every model_call, tool and veto_chain span lies under a turn span
     And the trace has a "hook" span for every hook dispatch
 
-  @SPAN-004
+  @SPAN-004 @dim:plan=final_turn_with_tool_call
   Scenario: The final limit-reached answer carries a tool call: only the turns that ran the veto chain have its span
     Given the model calls "fetch" with {"q": "3"} as "d3"
     When the kernel runs
     Then the trace has one "veto_chain" span per veto chain run
 
-  @SPAN-001 @cap_live_clock
+  @SPAN-001 @cap_live_clock @dim:observed_by=enclosure
   Scenario: Each turn span encloses the model calls of its turn (spans timed with the harness clock)
     Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every model call lies inside a "turn" span
 
-  @SPAN-002 @cap_live_clock
+  @SPAN-002 @cap_live_clock @dim:observed_by=enclosure
   Scenario: Each model_call span encloses its request and the whole stream (spans timed with the harness clock)
     Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every model call lies inside a "model_call" span
 
-  @SPAN-003 @cap_live_clock
+  @SPAN-003 @cap_live_clock @dim:observed_by=enclosure
   Scenario: Each tool call runs inside a tool span (spans timed with the harness clock)
     Given the clock advances at every event
     And the model answers "final answer"
     When the kernel runs
     Then every tool call lies inside a "tool" span
 
-  @SPAN-004 @cap_live_clock
+  @SPAN-004 @cap_live_clock @dim:observed_by=enclosure
   Scenario: Each plan-ready dispatch happens inside a veto_chain span (spans timed with the harness clock)
     Given the clock advances at every event
     And the model answers "final answer"

@@ -66,7 +66,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then nothing the cancelled model call streamed is stored
     And no assistant message stands for the cancelled model call
 
-  @commonagent @STOP-004
+  @commonagent @STOP-004 @dim:cancel_at=between-steps
   Scenario: CommonAgent - a turn cancelled between steps ends interrupted, reported and stored
     Given a tool "lookup"
     And the model calls "lookup" with {} as "c1"
@@ -76,7 +76,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then the run ends with status "interrupted"
     And the stored status of user message 1 is "interrupted"
 
-  @commonagent @STOP-004
+  @commonagent @STOP-004 @dim:cancel_at=model-call
   Scenario: CommonAgent - a turn cancelled during a model call ends interrupted, reported and stored
     Given the model answers "half an answer" in 2 chunks
     And the turn is cancelled at model call 1
@@ -84,7 +84,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then the run ends with status "interrupted"
     And the stored status of user message 1 is "interrupted"
 
-  @commonagent @STOP-005
+  @commonagent @STOP-005 @dim:cancel_at=between-steps
   Scenario: CommonAgent - after a cancel between steps, agent_loop_stopped fires with reason cancelled, then on_session_end
     Given a tool "lookup"
     And the model calls "lookup" with {} as "c1"
@@ -97,7 +97,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
       | agent_loop_stopped |
       | on_session_end     |
 
-  @commonagent @STOP-005
+  @commonagent @STOP-005 @dim:cancel_at=model-call
   Scenario: CommonAgent - after a cancel during a model call, agent_loop_stopped fires with reason cancelled, then on_session_end
     Given the model answers "half an answer" in 2 chunks
     And the turn is cancelled at model call 1
@@ -107,7 +107,31 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
       | agent_loop_stopped |
       | on_session_end     |
 
-  @commonagent @TURN-020
+  # Issue 21: the third place a cancel can land, while a tool runs (000: "stops the turn between
+  # steps"; the turn still ends interrupted, with agent_loop_stopped).
+  @commonagent @STOP-004 @dim:cancel_at=tool-call
+  Scenario: CommonAgent - a turn cancelled while a tool runs ends interrupted, reported and stored
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model answers "never reached"
+    And the turn is cancelled when call "c1" starts
+    When the kernel runs
+    Then the run ends with status "interrupted"
+    And the stored status of user message 1 is "interrupted"
+
+  @commonagent @STOP-005 @dim:cancel_at=tool-call
+  Scenario: CommonAgent - after a cancel while a tool runs, agent_loop_stopped fires with reason cancelled, then on_session_end
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model answers "never reached"
+    And the turn is cancelled when call "c1" starts
+    When the kernel runs
+    Then "agent_loop_stopped" was dispatched once, with "reason" "cancelled"
+    And the last hook points of the run are:
+      | agent_loop_stopped |
+      | on_session_end     |
+
+  @commonagent @TURN-020 @dim:status=interrupted
   Scenario: CommonAgent - on_session_end ends a cancelled turn too, after its status is stored
     Given the model answers "half an answer" in 2 chunks
     And the turn is cancelled at model call 1
@@ -138,7 +162,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
 
   # ------------------------------------------------------------------ kernel profile
 
-  @kernel @STOP-001
+  @kernel @STOP-001 @dim:cancel_while=between_steps
   Scenario: Kernel - a cancel between steps stops the session run before its tools and next model call
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the model calls "lookup" with {} as "c1"
@@ -150,7 +174,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     And the model was called 1 time
     And the kernel did not raise
 
-  @kernel @STOP-001
+  @kernel @STOP-001 @dim:cancel_while=interactive_call
   Scenario: Kernel - a cancel while an interactive tool runs stops the run before the next interactive call
     Given the tools:
       | name | kind        |
@@ -184,7 +208,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then nothing the cancelled model call streamed is stored
     And no assistant message stands for the cancelled model call
 
-  @kernel @LOOP-018
+  @kernel @LOOP-018 @dim:cancel_at=between_steps
   Scenario: Kernel - a run cancelled between steps dispatches session-end once, last
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the model calls "lookup" with {} as "c1"
@@ -195,7 +219,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     And the last hook points of the run are:
       | session-end |
 
-  @kernel @LOOP-018
+  @kernel @LOOP-018 @dim:cancel_at=model_call
   Scenario: Kernel - a run cancelled during a model call dispatches session-end once, last
     Given the model answers "never finished" in 2 chunks
     And the turn is cancelled at model call 1
@@ -204,7 +228,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     And the last hook points of the run are:
       | session-end |
 
-  @kernel @STOP-006
+  @kernel @STOP-006 @dim:parent_cancelled_while=child_between_steps
   Scenario: Kernel - cancelling the parent between the child's steps stops the child
     Given a delegation tool "delegate"
     And the model calls "delegate" with {"goal": "sub task"} as "d1"
@@ -215,7 +239,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then no model call and no tool call started after the cancel
     And the model was called 1 time
 
-  @kernel @STOP-006
+  @kernel @STOP-006 @dim:parent_cancelled_while=child_model_call
   Scenario: Kernel - cancelling the parent stops the child's model call in flight
     Given a delegation tool "delegate"
     And the model calls "delegate" with {"goal": "sub task"} as "d1"
@@ -225,3 +249,44 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     When the kernel runs
     Then no model call and no tool call started after the cancel
     And the model was called 2 times
+
+  # Issue 21 (blind round 2): the child token at every depth - cancelled between a grandchild's steps.
+  @commonagent @STOP-006 @dim:depth=2
+  Scenario: CommonAgent - cancelling the parent between a grandchild's steps stops the grandchild
+    Given a delegation tool "delegate"
+    And the model calls "delegate" with {"goal": "plan the trip"} as "d1"
+    And the model calls "delegate" with {"goal": "check the weather"} as "d2"
+    And the model answers "grandchild answer"
+    And the model answers "child answer"
+    And the model answers "parent answer"
+    And the turn is cancelled at hook "pre_llm_call" occurrence 3
+    When the kernel runs
+    Then no model call and no tool call started after the cancel
+    And the model was called 2 times
+
+  # A cancel that arrives while step 9's data-source calls or step 9b's interactive calls run
+  # (issue 21): the resource calls of the same response, applied at step 12, must not start.
+  @kernel @STOP-001 @dim:cancel_while=data_source_call @dim:cancel_while=interactive_call
+  Scenario Outline: Kernel - a cancel while a <kind> call runs stops the run before any resource call is applied
+    Given the tools:
+      | name  | kind        | concurrency |
+      | fetch | data_source | safe        |
+      | ask   | interactive |             |
+      | write | resource    |             |
+    And the model calls in one response:
+      | id | name  | args       |
+      | w1 | write | {"p": "1"} |
+      | d1 | fetch | {"q": "1"} |
+      | i1 | ask   | {"n": 1}   |
+    And the model answers "done"
+    And the turn is cancelled when call "<call>" starts
+    When the kernel runs
+    Then no model call and no tool call started after the cancel
+    And tool "w1" did not run
+    And the model was called 1 time
+    And the kernel did not raise
+
+    Examples:
+      | kind        | call |
+      | data-source | d1   |
+      | interactive | i1   |

@@ -10,7 +10,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
   (for blocked and failed calls too), fire transform_tool_result (which may replace the result
   text), and store the tool call with its approval if there was one.
 
-  @commonagent @TOOL-001
+  @commonagent @TOOL-001 @dim:tools=same @dim:calls_per_response=3
   Scenario: Calls of one response to the same tool run in parallel
     Given a tool "probe"
     And the model calls in one response:
@@ -23,7 +23,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then 3 tool calls ran
 
-  @commonagent @TOOL-001
+  @commonagent @TOOL-001 @dim:tools=different @dim:calls_per_response=3
   Scenario: Calls of one response to different non-interactive tools run in parallel
     Given the tools:
       | name  | kind        | concurrency |
@@ -53,7 +53,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     Then the tool results sent in model call 2 are in the order "a1, a2, a3"
     And the request of model call 2 has the tool result "a2" with content "probe a2"
 
-  @kernel @TOOL-003
+  @kernel @TOOL-003 @dim:kernel_kinds=one
   Scenario: Kernel profile - results go back in the order asked although the calls finish in reverse
     Given a tool "probe" of kind "data_source" with concurrency safe returning "probe {call_id}"
     And the model calls in one response:
@@ -66,7 +66,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     When the kernel runs
     Then the tool results sent in model call 2 are in the order "a1, a2, a3"
 
-  @kernel @TOOL-003
+  @kernel @TOOL-003 @dim:kernel_kinds=mixed
   Scenario: Kernel profile - results of mixed kinds go back in the order asked or grouped by kind, never in the order they finished
     Given the tools:
       | name  | kind        | concurrency |
@@ -114,7 +114,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the request of model call 2 has the tool result "c1" with content "beta says {"n":1}"
     And the request of model call 2 has the tool result "c2" with content "alpha says {"n":2}"
 
-  @commonagent @TOOL-005
+  @commonagent @TOOL-005 @dim:calls_per_response=2
   Scenario: pre_tool_call gets the tool name, arguments, risk and call id, once per call, before the tool runs
     Given a tool "deploy" with risk "high"
     And a tool "lookup" with risk "low"
@@ -213,7 +213,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
 
   # 000 gives post_tool_call no payload (reading post-tool-call-payload): only that it fires
   # once per call, after the call's tool, is checked.
-  @commonagent @TOOL-012
+  @commonagent @TOOL-012 @dim:calls_per_response=2
   Scenario: post_tool_call fires once per call, after its tool ran
     Given a tool "lookup" returning "got {args}"
     And the model calls in one response:
@@ -339,8 +339,10 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       Then 3 tool calls ran
       And the tool calls ran one at a time
 
+    # Distinct arguments (as TURN-015/TOOL-015): a kernel that de-duplicates identical calls in one
+    # response (hermes) would fail "4 tool calls ran" on de-duplication, not on TOOL-002's subject.
     @commonagent @TOOL-002
-    Scenario: With an interactive call among identical calls, all run one at a time
+    Scenario: With an interactive call among several calls to one tool, all run one at a time
       Given the tools:
         | name  | kind        |
         | probe | data_source |
@@ -348,11 +350,81 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
       And the model calls in one response:
         | id | name  | args     |
         | a1 | probe | {"n": 1} |
-        | a2 | probe | {"n": 1} |
+        | a2 | probe | {"n": 2} |
         | q1 | ask   | {}       |
-        | a3 | probe | {"n": 1} |
+        | a3 | probe | {"n": 3} |
       And the model answers "done"
       And the scenario timeout is 3 seconds
       When the kernel runs
       Then 4 tool calls ran
       And the tool calls ran one at a time
+
+  Rule: Several calls of a kind in one response, and results of every outcome (issue 21)
+
+  # Issue 21: several calls of one response go to the approver; each is stored with its own
+  # decision (the approver's log says which call got which answer, whatever order it was asked).
+  @commonagent @TOOL-017 @dim:approvals_per_response=2 @dim:approvals_per_response=3 @dim:decision=approved @dim:decision=denied @dim:decision=timed_out
+  Scenario Outline: Several calls of one response that go to the approver are each stored with their own decision
+    Given a tool "deploy" with risk "high"
+    And hook "gate" at "pre_tool_call" returns {"kind": "ask_user", "prompt": "OK?"} for tool "deploy"
+    And the approver answers "<answers>"
+    And the model calls in one response:
+      | id | name   | args     |
+      | d1 | deploy | {"n": 1} |
+      | d2 | deploy | {"n": 2} |
+      | d3 | deploy | {"n": 3} |
+    And the model answers "done"
+    When the kernel runs
+    Then every call that went to the approver is stored with the decision the approver gave for it
+
+    Examples:
+      | answers                      |
+      | approved, denied, approved   |
+      | denied, timed_out, approved  |
+      | approved, approved, denied   |
+
+  # Issue 21 (blind round 2): transform_tool_result also replaces an error result (a failed call,
+  # a blocked one), and the approver is asked about each call of one tool in one response; a
+  # Modify before an approved AskUser still reaches the tool.
+  @commonagent @TOOL-015 @dim:result=failed @dim:result=blocked
+  Scenario: transform_tool_result replaces the text of failed and blocked results too
+    Given a tool "lookup" returning "secret {args}"
+    And the call "f1" fails with "lookup broke"
+    And hook "guard" at "pre_tool_call" returns {"kind": "block", "reason": "no"} for call "b1"
+    And hook "redact" at "transform_tool_result" returns {"kind": "replace", "payload": {"name": "lookup", "call_id": "f1", "result": "REDACTED-F"}} for call "f1"
+    And hook "redact" at "transform_tool_result" returns {"kind": "replace", "payload": {"name": "lookup", "call_id": "b1", "result": "REDACTED-B"}} for call "b1"
+    And the model calls in one response:
+      | id | name   | args       |
+      | f1 | lookup | {"q": "1"} |
+      | b1 | lookup | {"q": "2"} |
+    And the model answers "done"
+    When the kernel runs
+    Then the request of model call 2 has the tool result "f1" with content "REDACTED-F"
+    And the request of model call 2 has the tool result "b1" with content "REDACTED-B"
+
+  @commonagent @TOOL-008 @dim:approvals_per_response=3 @dim:tools=same
+  Scenario: The approver is asked about every call of one tool in one response
+    Given a tool "deploy" with risk "high"
+    And hook "gate" at "pre_tool_call" returns {"kind": "ask_user", "prompt": "OK?"} for tool "deploy"
+    And the approver answers "approved, approved, approved"
+    And the model calls in one response:
+      | id | name   | args     |
+      | d1 | deploy | {"n": 1} |
+      | d2 | deploy | {"n": 2} |
+      | d3 | deploy | {"n": 3} |
+    And the model answers "done"
+    When the kernel runs
+    Then the approver was asked about call "d1" with the prompt "OK?" before the tool ran
+    And the approver was asked about call "d2" with the prompt "OK?" before the tool ran
+    And the approver was asked about call "d3" with the prompt "OK?" before the tool ran
+
+  @commonagent @TOOL-011 @dim:chain=modify-then-approved-ask
+  Scenario: Modify before an approved AskUser still reaches the tool
+    Given a tool "deploy" returning "deployed {args}"
+    And hook "fix" at "pre_tool_call" returns {"kind": "modify", "args": {"env": "staging"}} for call "d1"
+    And hook "gate" at "pre_tool_call" returns {"kind": "ask_user", "prompt": "OK?"} for call "d1"
+    And the approver answers "approved"
+    And the model calls "deploy" with {"env": "prod", "dry": false} as "d1"
+    And the model answers "done"
+    When the kernel runs
+    Then tool "d1" received the args {"env": "staging", "dry": false}

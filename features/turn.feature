@@ -29,7 +29,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then tool "c1" ran
     And the request of model call 2 has the tool result "c1" with content "looked up {"q":"x"}"
 
-  @TURN-002
+  @TURN-002 @dim:waiting_messages=1
   Scenario: A second message to the same session waits until the first turn has finished
     Given a tool "probe" returning "probed"
     And the user message "first" in session "s1"
@@ -47,7 +47,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And user message 1 ends with status "completed"
     And user message 2 ends with status "completed"
 
-  @TURN-002
+  @TURN-002 @dim:waiting_messages=2
   Scenario: Two more messages arrive while a long turn runs; each waits for the one before
     Given a tool "probe" returning "probed"
     And the user message "first" in session "s1"
@@ -118,7 +118,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     When the kernel runs
     Then the request of every model call carries the system prompt "You are Zeta, the careful tester." ahead of the conversation
 
-  @TURN-009
+  @TURN-009 @dim:session=new @dim:session=continued @dim:depth=0
   Scenario: on_session_start fires in the first turn of a new session only
     Given the user message "first" in session "s1"
     And the user message "second" in session "s1"
@@ -128,7 +128,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then "on_session_start" was dispatched 1 time for user message 1
     And "on_session_start" was dispatched 0 times for user message 2
 
-  @TURN-009
+  @TURN-009 @dim:session=new @dim:depth=0
   Scenario: Each new session gets its own on_session_start
     Given the user message "first" in session "s1"
     And the user message "other" in session "s2"
@@ -138,7 +138,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then "on_session_start" was dispatched 1 time for user message 1
     And "on_session_start" was dispatched 1 time for user message 2
 
-  @TURN-010
+  @TURN-010 @dim:model_calls=several
   Scenario: pre_llm_call fires once per turn, before the first model call, however many calls follow
     Given a tool "lookup"
     And the user message "first" in session "s1"
@@ -174,7 +174,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     Then no stored message contains "CTX-SECRET-7"
     And the request of model call 2 does not contain "CTX-SECRET-7"
 
-  @TURN-013
+  @TURN-013 @dim:model_calls=several
   Scenario: pre_api_request and post_api_request surround every model call
     Given a tool "lookup"
     And the model calls "lookup" with {} as "c1"
@@ -248,7 +248,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
       | pre_llm_call    |
       | pre_api_request |
 
-  @TURN-020
+  @TURN-020 @dim:status=completed @dim:depth=0
   Scenario: on_session_end ends every turn of a session, after its status is stored
     Given the user message "first" in session "s1"
     And the user message "second" in session "s1"
@@ -262,14 +262,14 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And on_session_end was the last hook dispatched for user message 2
     And the final status of user message 2 was stored before on_session_end was dispatched
 
-  @TURN-020
+  @TURN-020 @dim:status=error
   Scenario: on_session_end ends a turn whose model call failed
     Given the model fails with status 500
     When the kernel runs
     Then on_session_end was the last hook dispatched for user message 1
     And the final status of user message 1 was stored before on_session_end was dispatched
 
-  @TURN-020
+  @TURN-020 @dim:status=budget_exhausted
   Scenario: on_session_end ends a turn that ran out of iterations
     Given a tool "lookup"
     And max_iterations is 1
@@ -277,3 +277,93 @@ Feature: The turn loop, step by step (000, CommonAgent)
     When the kernel runs
     Then on_session_end was the last hook dispatched for user message 1
     And the final status of user message 1 was stored before on_session_end was dispatched
+
+  # Issue 21: every class of model failure (an HTTP error status of either family, no answer in
+  # time, a stream that breaks off), on the turn's first model call and on a later one.
+  @TURN-014 @dim:error_class=http-400 @dim:error_class=http-401 @dim:error_class=http-429 @dim:error_class=http-500 @dim:error_class=timeout @dim:error_class=broken_stream @dim:failing_call=first
+  Scenario Outline: Every class of model failure on the first model call fires api_request_error, then transform_api_error_classification
+    Given the model fails with <failure>
+    When the kernel runs
+    Then the failed model call is followed by api_request_error, then transform_api_error_classification, and no post_api_request
+
+    Examples:
+      | failure                        |
+      | status 400                     |
+      | status 401                     |
+      | status 429                     |
+      | status 500                     |
+      | a timeout                      |
+      | a broken stream after 1 chunk  |
+
+  @TURN-014 @dim:error_class=http-400 @dim:error_class=http-401 @dim:error_class=http-429 @dim:error_class=http-500 @dim:error_class=timeout @dim:error_class=broken_stream @dim:failing_call=later
+  Scenario Outline: Every class of model failure on a later model call fires api_request_error, then transform_api_error_classification
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the model fails with <failure>
+    When the kernel runs
+    Then the failed model call is followed by api_request_error, then transform_api_error_classification, and no post_api_request
+
+    Examples:
+      | failure                        |
+      | status 400                     |
+      | status 401                     |
+      | status 429                     |
+      | status 500                     |
+      | a timeout                      |
+      | a broken stream after 1 chunk  |
+
+  # Issue 21: a message to a session whose previous turn was cancelled in a model call. Its turn
+  # runs, and never sees what the cancelled call streamed. Which of the cancelled turn's stored
+  # messages stay "active" (000 step 2) is not said, so their presence is not required.
+  @TURN-003 @dim:previous_turn=cancelled-in-model-call
+  Scenario: A message after a turn cancelled in a model call runs without the cancelled call's text
+    Given a tool "lookup"
+    And the user message "first question" in session "s1"
+    And the user message "second question" in session "s1"
+    And the model calls "lookup" with {"q": "1"} as "c1"
+    And the model answers "PPPPQQQQRRRR" in 3 chunks
+    And the turn is cancelled at model call 2
+    And the model answers "second answer"
+    When the kernel runs
+    Then user message 1 ends with status "interrupted"
+    And the request of model call 3 ends with the user message "second question"
+    And the request of model call 3 does not contain "PPPP"
+    And user message 2 ends with status "completed"
+
+  # Issue 21: the lock is the whole turn's, on_session_end included (000 step 1, step 6).
+  @TURN-002 @dim:lock_released=after-on_session_end
+  Scenario: A message waiting on the session lock starts nothing until on_session_end has returned
+    Given a tool "lookup"
+    And the model calls "lookup" with {} as "c1"
+    And the call "c1" is held until user message 2 is submitted
+    And the model answers "one"
+    And the model answers "two"
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1" sent concurrently
+    And on_session_end of user message 1 is still running when user message 2 could start
+    When the kernel runs
+    Then no hook, model call or tool call of user message 2 came while the on_session_end of user message 1 ran
+
+  # Issue 21 (blind round 2): the session's first turn did not complete; the session is not new
+  # any more, so its second turn dispatches no on_session_start.
+  @TURN-009 @dim:session=continued @dim:previous_turn=error
+  Scenario: on_session_start does not fire again after a first turn whose model call failed
+    Given the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model fails with status 500
+    And the model answers "two"
+    When the kernel runs
+    Then "on_session_start" was dispatched 1 time for user message 1
+    And "on_session_start" was dispatched 0 times for user message 2
+
+  @TURN-009 @dim:session=continued @dim:previous_turn=budget_exhausted
+  Scenario: on_session_start does not fire again after a first turn that ran out of iterations
+    Given a tool "lookup"
+    And max_iterations is 1
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1"
+    And the model calls "lookup" with {} as "a"
+    And the model answers "two"
+    When the kernel runs
+    Then "on_session_start" was dispatched 1 time for user message 1
+    And "on_session_start" was dispatched 0 times for user message 2

@@ -68,10 +68,11 @@ class _Wiring:
 
     accepts_turn = True  # the model provider wants the TurnInfo
 
-    def __init__(self, doubles: Doubles, cache_turns: bool = True) -> None:
+    def __init__(self, doubles: Doubles, cache_turns: bool = True, model: Any = None) -> None:
         self.doubles = doubles
         self._turns: dict[str, dict[str, Any]] = {}
         self._cache = cache_turns  # off: a kernel that hands out different TurnInfos per turn_id
+        self._model = model  # a provider of the kernel's own (a model API client), or the double
 
     def turn(self, turn: TurnInfo) -> dict[str, Any]:
         if not self._cache:
@@ -82,6 +83,8 @@ class _Wiring:
         return d
 
     def stream(self, request: dict[str, Any], turn: TurnInfo) -> Any:
+        if self._model is not None:
+            return self._model.stream(request, self.turn(turn))
         return self.doubles.model_stream(request, self.turn(turn))
 
     def tool(self, name: str) -> Any:
@@ -200,6 +203,7 @@ def build(
     ids_factory: Callable[[Callable[[], float]], Callable[[], str]] = IdGenerator,
     journal_factory: Callable[[Callable[[], str]], Any] = MemoryJournal,
     cache_turns: bool = True,
+    model: Callable[[Doubles], Any] | None = None,
 ) -> tuple[LoopCore, _Wiring]:
     """The kernel for a scenario; raises ConfigError for a configuration it refuses.
 
@@ -229,7 +233,7 @@ def build(
     merge_tags(scenario.session_tags)
     for message in scenario.user_messages:
         merge_tags(message.tags)
-    wiring = _Wiring(doubles, cache_turns)
+    wiring = _Wiring(doubles, cache_turns, model(doubles) if model is not None else None)
     hooks = HookRegistry()
     for hook in scenario.hooks:
         hooks.register(hook.point, hook.id, wiring.hook(hook.id))
@@ -256,7 +260,9 @@ class ReferenceAdapter:
     """Without arguments: the reference kernel. The keywords (used by ``conformance.selftest``)
     swap the kernel or agent class, the id generator or journal, or what ``info`` declares;
     ``cache_turns=False`` turns the TurnInfo dict cache off (for a kernel that hands out
-    different TurnInfos under one turn_id)."""
+    different TurnInfos under one turn_id); ``model(doubles)`` gives the kernel a model provider
+    of its own (``stream(request, turn)`` of chunks: an HTTP API client pointed at
+    ``doubles.http_model``, examples/http-kernels/) instead of the model double."""
 
     info = AdapterInfo(
         name="reference-kernel",
@@ -279,6 +285,8 @@ class ReferenceAdapter:
         doom_loop_subtype: str | None = None,
         capabilities: list[str] | None = None,
         cache_turns: bool = True,
+        model: Callable[[Doubles], Any] | None = None,
+        dialects: list[str] | None = None,
     ) -> None:
         self._build = {
             "kernel_cls": kernel_cls,
@@ -286,6 +294,7 @@ class ReferenceAdapter:
             "ids_factory": ids_factory,
             "journal_factory": journal_factory,
             "cache_turns": cache_turns,
+            "model": model,
         }
         changes: dict[str, Any] = {}
         if name is not None:
@@ -294,6 +303,8 @@ class ReferenceAdapter:
             changes["doom_loop_subtype"] = doom_loop_subtype
         if capabilities is not None:
             changes["capabilities"] = list(capabilities)
+        if dialects is not None:
+            changes["dialects"] = list(dialects)
         if changes:
             self.info = self.info.model_copy(update=changes)
 

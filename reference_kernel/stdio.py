@@ -55,6 +55,8 @@ class Server:
         self._pending: dict[int, _Pending] = {}
         self._cancellers: dict[int, Callable[[], Awaitable[None] | None]] = {}
         self._seq: int | None = None
+        #: The largest harness clock reading received (``clock`` notifications) in this run.
+        self.harness_now: float | None = None
         self.adapter = ReferenceAdapter()
 
     # ----------------------------------------------------------------- output
@@ -133,6 +135,10 @@ class Server:
                     pending = self._pending.get(msg["params"].get("request"))
                     if pending is not None:
                         pending.send.send_nowait(msg)
+                elif method == "clock":
+                    now = msg["params"].get("now")
+                    if msg["params"].get("seq") == self._seq and isinstance(now, (int, float)):
+                        self.harness_now = now if self.harness_now is None else max(self.harness_now, now)
                 elif method == "cancel":
                     canceller = self._cancellers.get(msg["params"].get("message"))
                     if canceller is not None:
@@ -161,10 +167,8 @@ class Server:
             )
             return
         info = ReferenceAdapter.info.model_dump(mode="json")
-        # Over the wire the clock is computed from scenario.clock here, not read live from the
-        # harness: the live_clock capability is not offered.
-        info["capabilities"] = [c for c in info["capabilities"] if c != "live_clock"]
-        info.get("mechanisms", {}).pop("live_clock", None)
+        # live_clock over the wire: the clock is the harness's, read from its `clock`
+        # notifications (WireDoubles.now).
         self.respond(msg.get("id"), {"protocol": PROTOCOL_VERSION, "info": info})
 
     async def _run(self, msg: dict[str, Any]) -> None:
@@ -172,13 +176,14 @@ class Server:
         seq = params.get("seq")
         self._seq = seq
         self._cancellers = {}
+        self.harness_now = None
         try:
             scenario = Scenario.model_validate(params.get("scenario"))
         except Exception as exc:  # noqa: BLE001
             self.respond(rid, error={"code": INVALID_PARAMS, "message": f"invalid scenario: {exc}"})
             return
         try:
-            result = await self.adapter.run(scenario, WireDoubles(self, seq, scenario))
+            result = await self.adapter.run(scenario, WireDoubles(self, seq, scenario, params.get("http_model")))
             envelope: dict[str, Any] = {"seq": seq, "status": "ok", "result": result.model_dump(mode="json")}
         except Exception as exc:  # noqa: BLE001 - the adapter broke: say so, with context
             envelope = {
@@ -197,20 +202,42 @@ def _result(msg: dict[str, Any]) -> Any:
     code = err.get("code")
     if code == MODEL_ERROR:
         data = err.get("data") or {}
-        raise ModelCallError(int(data.get("status", 500)), str(data.get("message", err.get("message", ""))))
+        status = data.get("status", 500)
+        raise ModelCallError(
+            None if status is None else int(status),
+            str(data.get("message", err.get("message", ""))),
+            str(data.get("kind", "http")),
+        )
     if code == TOOL_FAILED:
         raise ToolFailed(str(err.get("message", "")))
     raise RuntimeError(f"harness error {code}: {err.get('message')}")
 
 
+class ServedModel:
+    """The run request's ``http_model`` as ``doubles.http_model`` is in process: the scenario's
+    model served over HTTP (docs/http-kernels.md)."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.base_urls: dict[str, str] = dict(params.get("base_urls") or {})
+        self.api_key: str = str(params.get("api_key", ""))
+
+    def base_url(self, dialect: str) -> str:
+        try:
+            return self.base_urls[dialect]
+        except KeyError:
+            raise ValueError(f"the harness serves no dialect {dialect!r} (it serves {', '.join(self.base_urls)})") from None
+
+
 class WireDoubles:
     """The Doubles protocol, each method a callback to the harness."""
 
-    def __init__(self, server: Server, seq: int, scenario: Scenario) -> None:
+    def __init__(self, server: Server, seq: int, scenario: Scenario, http_model: dict[str, Any] | None = None) -> None:
         self.server = server
         self.seq = seq
+        self.scenario = scenario
         self.clock = scenario.clock
         self.model_calls = 0
+        self.http_model = ServedModel(http_model) if http_model else None
 
     def model_stream(self, request: dict[str, Any], turn: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         # Sent now, as in-process the request is seen (and the clock advances) when it is made.
@@ -249,8 +276,11 @@ class WireDoubles:
         return await self.server.call("approver.ask", {"seq": self.seq, "request": request, "turn": turn})
 
     def now(self) -> float:
-        """docs/protocol.md, Clock: start + advance × model calls made so far."""
-        return self.clock.start + self.clock.advance_per_model_call * self.model_calls
+        """docs/protocol.md, Clock: start + advance × model calls made so far, or the harness's
+        latest ``clock`` reading if that is later (a clock that advances at every event)."""
+        local = self.clock.start + self.clock.advance_per_model_call * self.model_calls
+        notified = self.server.harness_now
+        return local if notified is None else max(local, notified)
 
     def register_canceller(self, message: int, cancel: Callable[[], Awaitable[None] | None]) -> None:
         self.server._cancellers[message] = cancel

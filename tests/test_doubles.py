@@ -253,6 +253,19 @@ async def test_script_exhausted() -> None:
     assert d.log.of("script_exhausted") == [{"seq": 1, "kind": "script_exhausted", "index": 0}]
 
 
+async def test_a_model_asked_on_and_on_past_its_script_fails_the_call() -> None:
+    """After EXHAUSTED_GRACE plain answers past the script, each call fails: a kernel that never
+    stops asking ends on a model error instead of spinning until the scenario's timeout."""
+    from conformance.harness.doubles import EXHAUSTED_GRACE
+
+    d = make()
+    for _ in range(EXHAUSTED_GRACE):
+        assert (await collect(d))[0] == {"type": "text", "text": EXHAUSTED_TEXT}
+    with pytest.raises(ModelCallError):
+        await collect(d)
+    assert [e["status"] for e in d.log.of("model_error")] == [500]
+
+
 async def test_tool_results_templates_scripts_and_failures() -> None:
     d = make(
         tools=[{"name": "t", "result": "{name}:{args}:{call_id}"}],

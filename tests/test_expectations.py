@@ -45,7 +45,7 @@ def test_write_then_expect_turns_known_failures_into_exit_0_and_marks_them(tmp_p
     second = akc("run", "--adapter", REORDERING, "--smoke", "--expect", str(exp),
                  "--json", files[0], "--junit", files[1], "--markdown", files[2])
     assert second.returncode == 0, second.stdout + second.stderr
-    assert "fail (expected)" in second.stdout and "expected failure" in second.stdout
+    assert "fail (expected)" in second.stdout and "not conformant — no new failures (" in second.stdout
     report = json.loads(Path(files[0]).read_text())
     tool = next(r for r in report["requirements"] if r["id"] == "TOOL-003")
     assert tool["verdict"] == "fail" and tool["expected"] is True
@@ -161,4 +161,42 @@ def test_rewriting_keeps_a_verdict_list_and_its_reason() -> None:
         "A-001": expectations.Expectation("A-001", ("fail", "error"), "flaky under load")})
     text = expectations.render(_report(_req("A-001", "fail")), previous)
     entry = tomllib.loads(text)["expected"]["A-001"]
-    assert entry == {"verdict": ["fail", "error"], "reason": "flaky under load"}
+    assert entry["verdict"] == ["fail", "error"] and entry["reason"] == "flaky under load"
+    assert entry["checks"] == ["f / s"] and entry["fingerprint"].startswith("sha256:")
+
+
+def test_a_reason_is_kept_whole() -> None:
+    long = "word " * 100 + "end"
+    req = RequirementResult(id="A-001", level="MUST", gating=True, verdict="fail",
+                            checks=[CheckResult(feature="f", scenario="s", outcome="fail", message=long)])
+    entry = tomllib.loads(expectations.render(_report(req)))["expected"]["A-001"]
+    assert entry["reason"].endswith("word end") and "…" not in entry["reason"]
+
+
+def test_an_expected_failure_failing_for_another_reason_is_changed(tmp_path: Path, akc: Callable[..., Any]) -> None:
+    """Written while TOOL-003 failed by reordering; the kernel now drops a result instead: the same
+    requirement fails, for another reason — ``changed``, exit 1 (a warning with --warn-changed)."""
+    exp = tmp_path / "e.toml"
+    assert akc("run", "--adapter", REORDERING, "--req", "TOOL-003", "--write-expectations", str(exp)).returncode == 1
+    entry = tomllib.loads(exp.read_text())["expected"]["TOOL-003"]
+    assert entry["checks"] and entry["fingerprint"].startswith("sha256:")
+    same = akc("run", "--adapter", REORDERING, "--req", "TOOL-003", "--expect", str(exp))
+    assert same.returncode == 0, same.stdout
+    assert "0 changed" in same.stdout and "not conformant — no new failures" in same.stdout
+
+    other = akc("run", "--adapter", "tests.fakes.broken:dropping", "--req", "TOOL-003", "--expect", str(exp), "--json", str(tmp_path / "r.json"))
+    assert other.returncode == 1, other.stdout + other.stderr
+    assert "changed: TOOL-003: " in other.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["expectations"]["changed"] and report["expectations"]["changed"][0].startswith("TOOL-003: ")
+    warned = akc("run", "--adapter", "tests.fakes.broken:dropping", "--req", "TOOL-003", "--expect", str(exp), "--warn-changed")
+    assert warned.returncode == 0 and "changed: TOOL-003: " in warned.stdout
+
+
+def test_the_summary_never_says_conformant_with_gating_failures_expected() -> None:
+    from conformance.report.model import status_label
+
+    entries = expectations.Expectations(path="e.toml", entries={"A-001": expectations.Expectation("A-001", ("fail",))})
+    report = expectations.apply(_report(_req("A-001", "fail"), _req("A-002", "pass")), entries)
+    assert report.exit_code == 0
+    assert status_label(report) == "not conformant — no new failures (1 expected)"

@@ -373,5 +373,25 @@ def test_step_vocabulary_against_the_fake_kernel() -> None:
     assert got["LOOP-001"] == ("fail", 'model calls: expected 5 / observed 1 (at step: Then the model was called 5 times)')
     assert got["LOOP-002"][0] == "error" and "Step definition is not found" in got["LOOP-002"][1]
     assert got["STOP-004"] == ("pass", None)
-    assert got["CONC-002"][0] == "fail" and "calls x1 and never did not run concurrently" in got["CONC-002"][1]
+    # a failed "must meet" is concurrency's subject (CONC-001): a CONC-002 check is blocked by it
+    assert got["CONC-002"][0] == "blocked" and "blocked by CONC-001: calls x1 and never did not run concurrently" in got["CONC-002"][1]
     assert code == report.exit_code == 1
+
+
+def test_a_wrong_type_inside_a_kernel_record_is_kept_for_the_check_that_reads_it() -> None:
+    """docs/adapter.md, "Wrong types": a field of a record the kernel produced with a wrong type
+    (or missing) is named and kept as made; a malformed wrapping is the adapter's error."""
+    import pytest as _pytest
+
+    from conformance.harness.runner import lenient_result
+
+    call = {"session_id": "s", "call_id": "c1", "name": "t", "args": {}, "result": "r", "is_error": False}
+    raw = {"journal": {"tool_calls": [dict(call, approval=True), dict(call, call_id="c2")], "sessions": [{"profile_id": "p"}]}}
+    result, malformed = lenient_result(raw)
+    assert result.journal.tool_calls[0].approval is True and result.journal.tool_calls[1].call_id == "c2"
+    assert any(m.startswith("journal.tool_calls[0].approval: ") and "True" in m for m in malformed)
+    assert any(m.startswith("journal.sessions[0].id: ") for m in malformed)
+    assert lenient_result({"journal": {"tool_calls": [call]}}) == (lenient_result({"journal": {"tool_calls": [call]}})[0], [])
+    for wrapping in ({"outcomes": "none"}, {"journal": {"tool_calls": ["not an object"]}}, ["a list"]):
+        with _pytest.raises(ValueError, match="malformed RunResult|not a RunResult"):
+            lenient_result(wrapping)

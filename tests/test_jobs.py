@@ -142,3 +142,11 @@ def test_jobs_1_is_the_serial_path(tmp_path: Path, akc_here: Any) -> None:
     out = akc_here("run", "--adapter", inproc("Wrapper"), "--req", "DONE-001", "--jobs", "1", "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert report(tmp_path / "r.json")["jobs"] == 1
+
+
+def test_jobs_above_the_cores_is_said_once(akc_here: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    alone()
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    out = akc_here("run", "--adapter", "tests.fakes.fake_kernel:factory", "--req", "DONE-001", "--jobs", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stderr.count("--jobs 2 is more than this machine's 1 cores") == 1

@@ -19,12 +19,13 @@ ROOT = Path(conformance.__file__).resolve().parent.parent
 #: The layers, lowest first. A module may import from its own layer or a lower one, never higher:
 #: commands → self-test, book → checks → harness → reports, traces, catalog, wire → boundary → base.
 LAYERS: list[tuple[str, ...]] = [
-    ("conformance", "conformance.errors", "conformance.paths"),
+    # report.escape: a leaf (re only) that every sink of kernel text calls, the trace files too
+    ("conformance", "conformance.errors", "conformance.paths", "conformance.files", "conformance.report.escape"),
     ("conformance.boundary",),
     ("conformance.catalog", "conformance.trace", "conformance.harness.doubles"),
     ("conformance.report", "conformance.wire", "conformance.httpmodel", "reference_kernel", "conformance.adapters"),
     ("conformance.harness",),
-    ("conformance.steps", "conformance.suite", "conformance.catalog.coverage"),
+    ("conformance.steps", "conformance.suite", "conformance.catalog.coverage", "conformance.catalog.dimensions"),
     ("conformance.selftest", "conformance.book"),
     ("conformance.cli", "conformance.__main__"),
 ]

@@ -66,6 +66,22 @@ def test_suite_certifies_the_node_kernel_on_the_sample(tmp_path: Path, akc_here:
     _assert_certified(json.loads(report.read_text()), ids)
 
 
+@pytest.mark.skipif(not (KERNEL.parent / "node_modules" / "openai").is_dir(), reason="the openai npm package is not installed (npm ci in examples/node-kernel; .ci/run does)")
+def test_the_node_kernels_model_calls_through_the_openai_package(tmp_path: Path, akc_here: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--openai: the model calls go over HTTP through the official openai npm package, to the
+    served Chat Completions URL of the run request: streaming, cancellation and usage hold."""
+    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
+    monkeypatch.delenv("AKC_INNER", raising=False)
+    report = tmp_path / "node.json"
+    ids = ["TOOL-003", "STOP-002", "COST-001"]
+    out = akc_here("run", "--adapter", f"stdio:node {KERNEL.relative_to(ROOT)} --openai", "--profile", "kernel",
+                   *req_args(ids), "--json", str(report))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    data = json.loads(report.read_text())
+    assert data["kernel"]["name"] == "node-kernel/openai" and data["kernel"]["dialects_used"] == ["openai-chat"]
+    assert {r["id"]: r["verdict"] for r in data["requirements"]} == dict.fromkeys(ids, "pass")
+
+
 @pytest.mark.whole_suite
 def test_suite_certifies_the_node_kernel(tmp_path: Path) -> None:
     """Every requirement, as a user runs it (``python -m pytest -m whole_suite``)."""

@@ -54,7 +54,8 @@ def test_every_mutant_names_requirements_of_its_profile() -> None:
 def test_concurrency_and_cancellation_mutants_run_several_times() -> None:
     by_name = {e.name: e for e in entries("mutant")}
     assert by_name["pre_tool_calls_reversed"].runs == 1
-    assert all(e.runs > 1 for e in by_name.values() if {r.split("-")[0] for r in e.killed_by} & {"CONC", "STOP"})
+    # (a single-fault mutant runs the whole suite once: it names its fault, it does not race)
+    assert all(e.runs > 1 for e in by_name.values() if {r.split("-")[0] for r in e.killed_by} & {"CONC", "STOP"} and not e.single_fault)
 
 
 def test_do_nothing_kernels_are_mutants_of_everything() -> None:
@@ -141,3 +142,68 @@ def test_one_batch_session_gives_each_job_the_verdicts_of_its_own_run() -> None:
     assert batched == alone
     assert alone[0]["BOUND-004"] == "not-offered" and alone[2]["BOUND-004"] == "pass"
     assert alone[1]["LOOP-007"] == "fail" and alone[2]["LOOP-007"] == "pass"
+
+
+# --------------------------------------------------------------------------- one fault, one verdict
+
+
+def test_every_hook_point_of_both_profiles_has_a_single_fault_mutant() -> None:
+    from conformance.boundary.scenario import COMMONAGENT_HOOK_POINTS, KERNEL_HOOK_POINTS
+
+    singles = [e for e in entries("mutant") if e.single_fault]
+    described = {e.description.split(" is never")[0] for e in singles}
+    assert set(KERNEL_HOOK_POINTS) | set(COMMONAGENT_HOOK_POINTS) <= described
+    assert any(e.breaks == "BOUND-008" for e in singles)
+    assert all(job_for(e).reqs is None and e.runs == 1 for e in singles)  # the whole suite, once
+
+
+def test_a_single_fault_mutant_fails_only_what_names_its_fault() -> None:
+    entry = next(e for e in entries("mutant") if e.name == "single_fault_kernel_no_plan_ready")
+    job = job_for(entry)
+
+    def row(verdicts: dict[str, str]) -> Row:
+        return Row(entry, job, JobResult(entry.name, entry.kind, 1, verdicts))
+
+    assert row({"LOOP-009": "fail", "BOUND-001": "blocked", "LOOP-001": "pass"}).ok
+    assert row({"LOOP-009": "fail", "GATE-004": "fail"}).ok  # GATE-004 depends on plan-ready
+    counted_twice = row({"LOOP-009": "fail", "LOOP-014": "incomplete"})
+    assert counted_twice.killed and not counted_twice.ok and counted_twice.others == ["LOOP-014"]
+    assert not row({"LOOP-009": "blocked"}).killed
+
+
+def test_single_fault_mutants_on_the_whole_suite() -> None:
+    """Two of them for real (the rest run in `akc selftest`): no hook point plan-ready, and a
+    bound that raises. Each fails its own requirement; every other one passes or is blocked."""
+    names = ["single_fault_kernel_no_plan_ready", "single_fault_limit_raises"]
+    matrix = run_selftest(names=names, workers=2)
+    assert all(r.ok for r in matrix.rows), render(matrix)
+    by_name = {r.entry.name: r for r in matrix.rows}
+    raises = by_name["single_fault_limit_raises"]
+    assert raises.result.verdicts["BOUND-008"] == "fail" and {"BOUND-002", "BOUND-013"} <= set(raises.blocked)
+    assert by_name["single_fault_kernel_no_plan_ready"].result.verdicts["BOUND-001"] == "blocked"
+
+
+def test_tag_007_passes_a_random_start_order_every_time() -> None:
+    """Issue 21 §2: TAG-007 compares two runs of one scenario whose calls run in parallel; a
+    correct kernel that starts them in a random order (variants/start_order.py) passes it in
+    every one of 20 runs (compared in start order, it failed about one run in two)."""
+    from conformance.harness.batch import run_batch
+    from conformance.selftest.variants.start_order import RandomToolStartOrder  # noqa: F401 - registers it
+
+    spec = "conformance.selftest.variants.start_order:random_tool_start_order"
+    verdicts: list[str] = []
+    run_batch(lambda certify: verdicts.extend(
+        certify(spec, profile="commonagent", reqs=["TAG-007"]).verdicts()["TAG-007"] for _ in range(20)))
+    assert verdicts == ["pass"] * 20
+
+
+def test_a_variant_certified_several_times_reruns_the_parallel_checks() -> None:
+    """The random-start-order variant runs the full suite once, then the checks involving
+    parallel calls again; it passes only when every run passes."""
+    entry = next(e for e in entries("variant") if e.name == "random_tool_start_order")
+    job = job_for(entry)
+    assert job.reqs is None and job.runs > 1
+    assert {"TAG-007", "TOOL-001", "CONC-001"} <= set(job.rerun_reqs or [])
+    ok = Row(entry, job, JobResult(entry.name, "variant", 0, {}, rerun_exit_codes=[0] * (job.runs - 1)))
+    flaky = Row(entry, job, JobResult(entry.name, "variant", 0, {}, rerun_exit_codes=[0, 1] + [0] * (job.runs - 3)))
+    assert ok.ok and not flaky.ok

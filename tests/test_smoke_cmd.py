@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -64,3 +66,21 @@ def test_usage_errors_exit_2(app: typer.Typer, spec: str, words: str) -> None:
     result = CliRunner().invoke(app, ["smoke", "--adapter", spec])
     assert result.exit_code == 2, result.output
     assert words in result.output
+
+
+def test_a_kernel_whose_model_calls_never_reach_the_harness_fails_smoke_saying_so(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["smoke", "--adapter", "tests.fakes.bypass:adapter"])
+    assert result.exit_code == 1, result.output
+    assert "adapter works" not in result.output
+    assert "0 of " in result.output and " model requests reached the harness; the kernel must call the model the harness serves (doubles.model_stream or the HTTP base URL in the run request" in result.output
+
+
+def test_a_full_run_of_such_a_kernel_says_it_once_at_the_head(akc_here: Any, tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    out = akc_here("run", "--adapter", "tests.fakes.bypass:adapter", "--req", "LOOP-013", "--req", "DONE-001",
+                   "--req", "TOOL-003", "--json", str(report))
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text  # the verdicts stay: from outside it is a kernel that calls no model
+    assert text.count(" model requests reached the harness") == 1
+    errors = json.loads(report.read_text())["errors"]
+    assert errors[0].startswith("0 of ") and "the kernel must call the model the harness serves" in errors[0]

@@ -68,8 +68,8 @@ KERNELS: list[KernelEntry] = [
         name="reference",
         adapter="reference_kernel.adapter:factory",
         env="current",
-        profile="kernel",
-        description="this project's reference kernel (003's RunTurn)",
+        profile=None,  # both profiles: the book shows its verdict on every row (issue 26 §4)
+        description="this project's reference kernel (003's RunTurn and the CommonAgent turn of 000/001)",
     ),
     KernelEntry(
         name="pydantic-ai",

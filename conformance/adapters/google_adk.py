@@ -12,8 +12,9 @@ the request to the harness's scripted model (``Doubles.model_stream``) and yield
 
 What maps to what (the ``LlmAgent`` callbacks):
 
-* ``session-start`` → ``before_agent_callback``; ``session-end`` → ``after_agent_callback`` (not run
-  when the run raises).
+* ``session-start`` → ``before_agent_callback``; ``session-end`` → ``after_agent_callback`` and, when
+  the run raises, a plugin's ``on_agent_error_callback`` (``plugins/base_plugin.py:383-402``, run
+  from ``agents/base_agent.py:470-471``), on an ``App`` with that plugin.
 * ``context-assemble`` and ``pre-model-call`` → ``before_model_callback``, which may mutate the
   ``LlmRequest`` ("Callback can mutate the request", ``agents/llm_agent.py:494-507``): a replaced
   history / request is written into ``llm_request.contents`` / ``config``.
@@ -239,7 +240,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-model-response": _m("native", "LlmAgent.after_model_callback (a returned LlmResponse replaces the model's)"),
     "pre-tool-call": _m("native", "LlmAgent.before_tool_callback"),
     "post-tool-call": _m("native", "LlmAgent.after_tool_callback"),
-    "session-end": _m("native", "LlmAgent.after_agent_callback", "not run when the run raises"),
+    "session-end": _m("native", "LlmAgent.after_agent_callback / BasePlugin.on_agent_error_callback (the run raised)"),
     "plan-ready": _m("absent"),
     "post-apply": _m("absent"),
     "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)"),
@@ -275,7 +276,10 @@ class GoogleAdkAdapter:
 
         OtelSpans.install()
         service = InMemorySessionService()
-        runner = Runner(app_name=APP, agent=self._build(scenario, doubles), session_service=service)
+        from google.adk.apps import App
+
+        agent, plugins = self._build(scenario, doubles)
+        runner = Runner(app=App(name=APP, root_agent=agent, plugins=plugins), session_service=service)
         trace_ids: set[int] = set()
         created: set[str] = set()
 
@@ -302,9 +306,10 @@ class GoogleAdkAdapter:
         result.spans = OtelSpans.spans(trace_ids, span_kind)
         return result
 
-    def _build(self, scenario: Scenario, doubles: Doubles) -> Any:
+    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, list[Any]]:
         from google.adk.agents import LlmAgent
         from google.adk.models.base_llm import BaseLlm
+        from google.adk.plugins.base_plugin import BasePlugin
         from google.adk.models.llm_response import LlmResponse
         from google.adk.tools.base_tool import BaseTool
         from google.genai import types
@@ -393,13 +398,22 @@ class GoogleAdkAdapter:
             await hooks.chain("post-tool-call", {"call": call, "result": result}, _turn.get())
             return None
 
-        return LlmAgent(
+        class SessionEndOnError(BasePlugin):
+            """session-end when the run raises: ADK's plugin callback for an exception escaping the
+            agent (plugins/base_plugin.py:383-402, run from agents/base_agent.py:470-471), since
+            after_agent_callback is not reached then."""
+
+            async def on_agent_error_callback(self, *, agent: Any, callback_context: Any, error: Exception) -> None:
+                await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "error"}, _turn.get())
+
+        agent = LlmAgent(
             name="akc", model=ScriptedLlm(model=scenario.model.name or "akc-scripted"), instruction=scenario.system_prompt or "",
             tools=[ScenarioTool(t) for t in scenario.tools],
             before_agent_callback=before_agent, after_agent_callback=after_agent,
             before_model_callback=before_model, after_model_callback=after_model,
             before_tool_callback=before_tool, after_tool_callback=after_tool,
         )
+        return agent, [SessionEndOnError(name="akc_session_end")] if hooks.has("session-end") else []
 
 
 def factory() -> GoogleAdkAdapter:

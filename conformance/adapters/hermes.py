@@ -18,9 +18,10 @@ with :class:`~conformance.adapters.hermes_worker.HermesAdapter` in place of the 
 What maps to what (hermes-agent 0.19.0 source, site-packages paths):
 
 * model → ``AIAgent(base_url=<loopback>, provider="custom", api_mode="chat_completions")``; the
-  loopback endpoint (127.0.0.1, SSE) forwards every chat-completions request to the harness as
-  ``model.complete`` and streams the chunks back as OpenAI deltas. ``/v1/models`` lists the
-  scripted model; any other probe gets 404.
+  loopback relay (127.0.0.1) passes every request byte for byte to the harness's served model
+  (the run request's Chat Completions URL, docs/http-kernels.md), adding the running turn's
+  TurnInfo (``x-akc-turn``) that hermes's client cannot send; hermes closing its connection (an
+  interrupt) closes the harness's, which cancels the call.
 * tools → ``tools.registry.registry.register`` in toolset ``akc`` (``enabled_toolsets=["akc"]``);
   the handler calls ``tool.invoke`` with the call id hermes binds in
   ``tools.approval._approval_tool_call_id`` around the dispatch; a scripted tool failure is raised

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
+import select
+import socket
 import sqlite3
 import sys
 import threading
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -29,7 +31,6 @@ from conformance.boundary.adapter import (
     JournalDump,
     KernelRaised,
     MessageRecord,
-    ModelCallError,
     Outcome,
     RunResult,
     SessionRecord,
@@ -39,11 +40,11 @@ from conformance.boundary.adapter import (
     run_user_messages,
 )
 from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS
-from conformance.httpmodel.endpoint import from_chat_message, from_chat_request
+from conformance.httpmodel.openai_chat import message as from_chat_message
+from conformance.httpmodel.openai_chat import request as from_chat_request
 from conformance.boundary.scenario import Scenario, UserMessage
 
 JSON = dict[str, Any]
-_END = object()
 
 
 def _debug(text: str) -> None:
@@ -58,29 +59,12 @@ class HookRaised(Exception):
 # --------------------------------------------------------------------------- loopback model
 
 
-def _delta_event(index: int, model: str, delta: JSON | None = None, finish: str | None = None, usage: JSON | None = None) -> bytes:
-    event: JSON = {"id": f"chatcmpl-{index}", "object": "chat.completion.chunk", "created": 0, "model": model}
-    event["choices"] = [] if usage is not None else [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
-    if usage is not None:
-        event["usage"] = usage
-    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
-
-
-def _openai_usage(chunk: JSON) -> JSON:
-    cached = int(chunk.get("cached_input_tokens") or 0)
-    prompt = int(chunk.get("input_tokens") or 0) + cached
-    out = int(chunk.get("output_tokens") or 0)
-    return {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out,
-            "prompt_tokens_details": {"cached_tokens": cached}}
-
-
-def _error_body(status: int, message: str) -> JSON:
-    kind = "server_error" if status >= 500 else ("rate_limit_error" if status == 429 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "code": status, "param": None}}
-
-
 class _Handler(BaseHTTPRequestHandler):
-    """Chat completions → ``model.complete``; the chunks go back as OpenAI SSE deltas."""
+    """Hermes's model calls, relayed byte for byte to the harness's served model (the public
+    route, docs/http-kernels.md) with the TurnInfo of the calling session's running turn in
+    ``x-akc-turn``: the only thing hermes's client cannot send itself. Hermes going away (an
+    interrupt) closes the harness's connection too, which is how the harness sees the call
+    cancelled."""
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stalls
@@ -89,128 +73,56 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _json(self, status: int, body: JSON) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:
-        route = self.path.split("?", 1)[0].rstrip("/")
-        if route.endswith("/v1/models"):
-            self._json(200, {"object": "list", "data": [{"id": self.server.model, "object": "model", "created": 0, "owned_by": "akc"}]})
-        else:
-            self._json(404, _error_body(404, f"no route GET {self.path}"))
+        self._relay("GET", b"")
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        route = self.path.split("?", 1)[0].rstrip("/")
-        if not route.endswith("/chat/completions"):
-            self._json(404, _error_body(404, f"no route POST {self.path}"))
-            return
+        self._relay("POST", self.rfile.read(length) if length else b"")
+
+    def _relay(self, method: str, body: bytes) -> None:
+        route = self.path.split("?", 1)[0]
         label = route.split("/")[2] if route.startswith("/s/") else ""
-        try:
-            self._chat(label, body)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def _chat(self, label: str, body: JSON) -> None:
-        adapter = self.server.adapter
-        index = adapter.next_model_index()
-        chunks: queue.Queue[Any] = queue.Queue()
-        future = adapter.portal.start_task_soon(adapter.pump_model, from_chat_request(body), adapter.turn_for_label(label), chunks)
-        model = self.server.model
-        first = chunks.get()
-        if isinstance(first, ModelCallError):
-            self._json(first.status, _error_body(first.status, first.message))
-            return
-        stream = bool(body.get("stream"))
-        if not stream:
-            self._complete(first, chunks, index, model)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        tools = 0
-        usage: JSON | None = None
-        item = first
-        role_sent = False
-        try:
+        rest = route.split("/v1", 1)[1] if "/v1" in route else route
+        served = self.server.adapter.doubles.http_model
+        target = urlsplit(served.base_url("openai-chat"))
+        turn = json.dumps(self.server.adapter.turn_for_label(label))
+        head = (f"{method} {target.path}{rest} HTTP/1.1\r\nHost: {target.netloc}\r\nConnection: close\r\n"
+                f"Authorization: Bearer {served.api_key}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nx-akc-turn: {turn}\r\n\r\n")
+        self.close_connection = True
+        with socket.create_connection((target.hostname, target.port)) as up:
+            up.sendall(head.encode() + body)
+            up.settimeout(0.2)
             while True:
-                if item is _END:
-                    break
-                if isinstance(item, ModelCallError):
-                    self._chunk(f"data: {json.dumps(_error_body(item.status, item.message))}\n\n".encode())
-                    self._end()
-                    return
-                if item is not None:
-                    delta: JSON = {}
-                    if not role_sent:
-                        delta["role"] = "assistant"
-                        role_sent = True
-                    if item.get("type") == "text":
-                        delta["content"] = item.get("text", "")
-                        self._chunk(_delta_event(index, model, delta))
-                    elif item.get("type") == "tool_use":
-                        delta["tool_calls"] = [{"index": tools, "id": item.get("id"), "type": "function",
-                                                "function": {"name": item.get("name"), "arguments": item.get("input_json", "")}}]
-                        tools += 1
-                        self._chunk(_delta_event(index, model, delta))
-                    elif item.get("type") == "usage":
-                        usage = _openai_usage(item)
                 try:
-                    item = chunks.get(timeout=0.2)
-                except queue.Empty:
-                    item = None
-                    self._chunk(b": waiting\n\n")  # raises once the client has gone (interrupt)
-            self._chunk(_delta_event(index, model, {}, "tool_calls" if tools else "stop"))
-            if usage is not None:
-                self._chunk(_delta_event(index, model, usage=usage))
-            self._chunk(b"data: [DONE]\n\n")
-            self._end()
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            future.cancel()  # the client went away: give the model call up ($/cancel)
-            self.close_connection = True
+                    data = up.recv(65536)
+                except TimeoutError:
+                    if self._hermes_gone():
+                        return  # closing `up` drops the call at the harness
+                    continue
+                if not data:
+                    return
+                try:
+                    self.connection.sendall(data)
+                except OSError:
+                    return
 
-    def _complete(self, first: Any, chunks: queue.Queue[Any], index: int, model: str) -> None:
-        items = [first]
-        while items[-1] is not _END and not isinstance(items[-1], ModelCallError):
-            items.append(chunks.get())
-        if isinstance(items[-1], ModelCallError):
-            err = items[-1]
-            self._json(err.status, _error_body(err.status, err.message))
-            return
-        text = "".join(c.get("text", "") for c in items[:-1] if c.get("type") == "text")
-        calls = [{"id": c.get("id"), "type": "function", "function": {"name": c.get("name"), "arguments": c.get("input_json", "")}}
-                 for c in items[:-1] if c.get("type") == "tool_use"]
-        usage = next((_openai_usage(c) for c in items[:-1] if c.get("type") == "usage"), None)
-        message: JSON = {"role": "assistant", "content": text or None}
-        if calls:
-            message["tool_calls"] = calls
-        self._json(200, {"id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0, "model": model,
-                         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-                         "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
-
-    def _chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
-    def _end(self) -> None:
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+    def _hermes_gone(self) -> bool:
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
 
 class _ModelServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, adapter: _Run, model: str) -> None:
+    def __init__(self, adapter: _Run) -> None:
         self.adapter = adapter
-        self.model = model
         super().__init__(("127.0.0.1", 0), _Handler)
 
 
@@ -238,11 +150,9 @@ class _Run:
         self.labels: dict[str, str] = {}  # hermes session id → label
         self.history: dict[str, list[JSON]] = {}
         self.create_lock = threading.Lock()
-        self._index_lock = threading.Lock()
-        self._model_calls = 0
         self.risk = {t.name: t.risk for t in scenario.tools}
         self.tls = threading.local()
-        self.server = _ModelServer(self, scenario.model.name)
+        self.server = _ModelServer(self)
         self.profile = "default"
         try:
             from hermes_cli.profiles import get_active_profile_name
@@ -250,11 +160,6 @@ class _Run:
             self.profile = get_active_profile_name() or "default"
         except Exception:  # noqa: BLE001
             pass
-
-    def next_model_index(self) -> int:
-        with self._index_lock:
-            self._model_calls += 1
-            return self._model_calls - 1
 
     # ---- TurnInfo (hermes: session id and turn id; no tags, no profile in the loop)
 
@@ -269,16 +174,6 @@ class _Run:
     def turn_for_label(self, label: str) -> JSON:
         agent = self.agents.get(label)
         return self.turn(getattr(agent, "session_id", None) if agent is not None else None)
-
-    # ---- model
-
-    async def pump_model(self, request: JSON, turn: JSON, out: queue.Queue[Any]) -> None:
-        try:
-            async for chunk in self.doubles.model_stream(request, turn):
-                out.put(chunk)
-            out.put(_END)
-        except ModelCallError as exc:
-            out.put(exc)
 
     # ---- tools
 
@@ -502,7 +397,7 @@ class _Run:
                         rec.result, rec.is_error = result, is_error
                 else:
                     raw_calls = json.loads(row["tool_calls"]) if row["tool_calls"] else []
-                    message = from_chat_message({"role": role, "content": row["content"], "tool_calls": raw_calls})
+                    message = from_chat_message({"role": role, "content": row["content"], "tool_calls": raw_calls}, 0)
                     for call in message.get("tool_calls", []):
                         rec = ToolCallRecord(session_id=sid, call_id=call["id"] or "", name=call["name"] or "", args=call["args"])
                         calls[(sid, rec.call_id)] = rec

@@ -39,6 +39,9 @@ What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
   runs are model-call spans, ``tool`` runs tool spans, the root graph run the session; the
   graph's node runs are ``other``.
 * Cancellation → the host cancels the task awaiting ``ainvoke``.
+* Interactive tools one at a time → the run config's ``max_concurrency=1`` (a semaphore over the
+  step's tasks, ``langgraph/pregel/_executor.py:143-146``) when the scenario has one: every call of
+  the response then runs one at a time, data-source calls too (no per-tool setting exists).
 
 What does not exist in langchain/langgraph, so is absent: ``plan-ready`` and ``post-apply`` (no
 plan/apply gate), tool kinds and concurrency keys (ToolNode runs every call of a response as a
@@ -247,7 +250,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-apply": _m("absent"),
     "policy_precheck": _m("native", "AgentMiddleware.awrap_tool_call returning an error ToolMessage without calling the handler"),
     "tool_kinds": _m("absent", note="ToolNode runs every call of a response as its own concurrent Send task"),
-    "concurrency_keys": _m("absent", note="no per-key or per-provider serialisation in ToolNode"),
+    "concurrency_keys": _m("absent", note="no per-key or per-provider serialisation in ToolNode; config max_concurrency=1 (langgraph/pregel/_executor.py:143-146) when the scenario has an interactive tool"),
     "terminal_tool": _m("native", "BaseTool.return_direct", "ends the loop only when every executed call of the response is return_direct (factory.py:2086-2099)"),
     "max_turns": _m("native", "ModelCallLimitMiddleware(run_limit=), exit_behavior='end'"),
     "final_turn": _m("absent", note="ModelCallLimitMiddleware jumps to the end with its own AIMessage; no model call without tools"),
@@ -278,7 +281,11 @@ class LangChainAdapter:
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             _turn.set(run.turn(session, index))
-            config = {"configurable": {"thread_id": session.id}, "callbacks": [tracer]}
+            config: dict[str, Any] = {"configurable": {"thread_id": session.id}, "callbacks": [tracer]}
+            if any(t.kind == "interactive" for t in scenario.tools):
+                # interactive calls one at a time: the graph's own cap on concurrent tasks of a
+                # step (langgraph/pregel/_executor.py:143-146), so every call of the response waits its turn
+                config["max_concurrency"] = 1
             try:
                 result = await agent.ainvoke({"messages": [HumanMessage(content=text)]}, config)
             finally:

@@ -15,16 +15,21 @@ What maps to what:
   ``RunHooks.on_agent_end`` (only when the agent produces a final output).
 * ``context-assemble`` → ``RunConfig.call_model_input_filter`` (payload ``{"history"}``: the SDK
   hands the filter no turn count, cost or time); a replaced history is converted back and sent.
-* ``pre-model-call`` → ``RunHooks.on_llm_start`` and ``post-model-response`` →
-  ``RunHooks.on_llm_end``: both observe-only in the SDK (they return nothing), so a ``replace``
-  outcome changes nothing.
+* ``pre-model-call`` → the same filter, after context-assemble: it returns the input and
+  instructions the model is sent (``run_internal/turn_preparation.py:55-80``); the tool specs and
+  model settings are not part of it. ``post-model-response`` → ``RunHooks.on_llm_end``,
+  observe-only in the SDK (it returns nothing), so a ``replace`` outcome changes nothing.
+* Interactive tools one at a time → ``RunConfig.tool_execution=ToolExecutionConfig(
+  max_function_tool_concurrency=1)`` when the scenario has one (``run_config.py:143-151``); the
+  response's other calls then run one at a time too.
 * ``pre-tool-call`` → ``RunHooks.on_tool_start`` and ``post-tool-call`` → ``RunHooks.on_tool_end``,
   called per tool around that tool's own invocation.
 * The policy precheck → a ``ToolInputGuardrail`` on every data-source and interactive tool
   (``tool_guardrails.py``): a denial is ``reject_content`` with the reason, so the tool does not
   run and the model gets the message.
 * Spans → a ``TracingProcessor`` collecting the run's trace: ``function`` spans are tool spans,
-  ``agent`` spans the session; anything else is ``other``.
+  ``agent`` spans the session, ``turn`` spans (``tracing/span_data.py:101-117``, opened per turn
+  in ``run_internal/run_loop.py:1980``) turns; anything else is ``other``.
 * ``max_turns`` → ``Runner.run(max_turns=...)``, which raises ``MaxTurnsExceeded`` (reported in
   ``RunResult.raised``); no ``error_handlers`` are installed, as one would have to synthesise
   the final answer.
@@ -198,7 +203,7 @@ class _Collector:
 
     def add(self, span: Any) -> None:
         data = span.span_data
-        kind = {"function": "tool", "agent": "session", "generation": "model_call"}.get(getattr(data, "type", ""), "other")
+        kind = {"function": "tool", "agent": "session", "generation": "model_call", "turn": "turn"}.get(getattr(data, "type", ""), "other")
         self.spans.setdefault(span.trace_id, []).append(
             Span(
                 span_id=span.span_id,
@@ -225,7 +230,7 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("observe-only", "RunHooks.on_agent_start"),
     "context-assemble": _m("native", "RunConfig.call_model_input_filter"),
-    "pre-model-call": _m("observe-only", "RunHooks.on_llm_start"),
+    "pre-model-call": _m("native", "RunConfig.call_model_input_filter", "replaces the input and instructions; the tool specs and params it cannot"),
     "post-model-response": _m("observe-only", "RunHooks.on_llm_end"),
     "pre-tool-call": _m("observe-only", "RunHooks.on_tool_start"),
     "post-tool-call": _m("observe-only", "RunHooks.on_tool_end"),
@@ -240,7 +245,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "final_turn": _m("absent", note="MaxTurnsExceeded is raised unless an error handler synthesises the output"),
     "doom_loop": _m("absent"),
     "usage": _m("absent", note="token usage only; no cost from a model's pricing"),
-    "spans": _m("native", "agents.tracing (agent, function and generation spans)"),
+    "spans": _m("native", "agents.tracing (agent, turn, function and generation spans)"),
     "journal": _m("native", "SQLiteSession items"),
     "cancellation": _m("native", "cancelling the task that awaits Runner.run (asyncio)"),
     "subagents": _m("not-wired", "Agent.as_tool (agents/agent.py:606)", "the adapter does not map child agents onto it"),
@@ -259,6 +264,7 @@ class OpenAIAgentsAdapter:
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
         from agents import RunConfig, Runner, SQLiteSession
+        from agents.run_config import ToolExecutionConfig
 
         collector = _Collector.install()
         agent, run_hooks, input_filter = self._build(scenario, doubles)
@@ -272,7 +278,10 @@ class OpenAIAgentsAdapter:
                 store = stores[session.id] = SQLiteSession(session.id)
             trace_id = f"trace_{uuid.uuid4().hex}"
             traces.append(trace_id)
-            config = RunConfig(trace_id=trace_id, call_model_input_filter=input_filter, tracing_disabled=False)
+            # interactive tools one at a time: the SDK's own cap on concurrent function tools
+            # (run_config.py:143-151, run_internal/tool_execution.py:1648-1657)
+            sequential = ToolExecutionConfig(max_function_tool_concurrency=1) if any(t.kind == "interactive" for t in scenario.tools) else None
+            config = RunConfig(trace_id=trace_id, call_model_input_filter=input_filter, tracing_disabled=False, tool_execution=sequential)
             kwargs: dict[str, Any] = {"session": store, "hooks": run_hooks, "run_config": config}
             if scenario.bounds.max_turns is not None:
                 kwargs["max_turns"] = scenario.bounds.max_turns
@@ -346,11 +355,6 @@ class OpenAIAgentsAdapter:
             async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
 
-            async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
-                history = ([{"role": "system", "text": system_prompt}] if system_prompt else []) + to_canonical(list(input_items))
-                payload = {"payload": {"history": history}, "tool_specs": specs(list(agent.tools)), "params": {}}
-                await hooks.chain("pre-model-call", payload, _turn.get())  # observe-only in the SDK
-
             async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
                 msgs = to_canonical(list(response.output))
                 await hooks.chain("post-model-response", msgs[0] if msgs else {"role": "assistant"}, _turn.get())
@@ -364,12 +368,22 @@ class OpenAIAgentsAdapter:
                 await hooks.chain("post-tool-call", {"call": call, "result": {"content": str(result), "is_error": False}}, _turn.get())
 
         async def input_filter(data: Any) -> Any:
+            """context-assemble, then pre-model-call: the SDK's hook that runs immediately before each
+            model call and returns the input the model is sent (run_internal/turn_preparation.py:55-80)."""
             md = data.model_data
-            if not hooks.has("context-assemble"):
-                return md
-            out, replaced = await hooks.chain("context-assemble", {"history": to_canonical(list(md.input))}, _turn.get())
-            if replaced and isinstance(out, dict):
-                return ModelInputData(input=from_canonical(out.get("history")), instructions=md.instructions)
+            history = to_canonical(list(md.input))
+            if hooks.has("context-assemble"):
+                out, replaced = await hooks.chain("context-assemble", {"history": history}, _turn.get())
+                if replaced and isinstance(out, dict):
+                    history = out.get("history") or []
+                    md = ModelInputData(input=from_canonical(history), instructions=md.instructions)
+            if hooks.has("pre-model-call"):
+                payload = {"payload": {"history": history}, "tool_specs": specs(list(data.agent.tools)), "params": {}}
+                out, replaced = await hooks.chain("pre-model-call", payload, _turn.get())
+                if replaced and isinstance(out, dict):
+                    new = (out.get("payload") or {}).get("history") or []
+                    system = "\n".join(m.get("text", "") for m in new if m.get("role") == "system") or md.instructions
+                    md = ModelInputData(input=from_canonical([m for m in new if m.get("role") != "system"]), instructions=system)
             return md
 
         terminal = [t.name for t in scenario.tools if t.terminates_turn]

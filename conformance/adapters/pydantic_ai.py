@@ -30,6 +30,8 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
 * A scripted tool failure → ``ToolFailed`` (a failed tool result the model sees).
 * ``ConcurrencySpec`` → pydantic-ai's per-tool ``sequential`` flag (``safe: false`` or undeclared
   on a resource tool → sequential, a barrier that runs alone); there are no concurrency keys.
+* A plain answer → ``output_type=[str, None, ...]``: text ends the run, and so does an empty
+  response (with ``None`` allowed it is a valid result, not a retry: ``_agent_graph.py:3906-3937``).
 * ``terminates_turn`` → an output tool (``ToolOutput`` of an output function taking the tool's
   schema as a ``StructuredDict``): calling it runs the tool and ends the run with its output. As an
   output tool it gets pydantic-ai's output hooks, not the tool-execute hooks, so no
@@ -37,9 +39,13 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
 * ``max_turns`` → ``UsageLimits(request_limit=max_turns)``, which raises ``UsageLimitExceeded``
   (reported in ``RunResult.raised``); pydantic-ai has no limit-reached final turn.
   ``max_cost_usd`` → ``UsageLimits.cost_limit`` (``usage.py:557, 652-668``); ``max_wall_clock_s`` →
-  ``agent.run(timeout=)`` → ``RunTimedOut`` (``agent/abstract.py:604-607``). Both declared.
-* Usage → one event per response with the cost pydantic-ai computed (genai-prices by model name,
-  ``usage.py:194-203``): none for the scripted model, which genai-prices cannot price.
+  ``agent.run(timeout=)`` → ``RunTimedOut`` (``agent/abstract.py:604-607``), reported as raised like
+  every limit exception (never translated into a subtype: BOUND-008 judges it once). Both declared.
+* Usage → one event per response with the cost pydantic-ai holds (``RequestUsage.cost``). pydantic-ai
+  prices only by genai-prices' table (``usage.py:194-203``), which cannot price the scripted model,
+  so the model reports each response's cost from the scenario's pricing, the way a provider that
+  prices its calls does (the Pydantic AI Gateway, ``usage.py:386-405``); pydantic-ai sums it and
+  ``UsageLimits.cost_limit`` bounds it. Costing is then the adapter's: ``usage`` is emulated.
 * Spans → pydantic-ai's OpenTelemetry instrumentation (the ``Instrumentation`` capability over a
   tracer provider of the run's own; needs ``opentelemetry-sdk``): ``invoke_agent`` is the
   session span, ``chat`` a model_call span, ``execute_tool`` a tool span.
@@ -168,8 +174,13 @@ def from_canonical(history: Any) -> list[Any]:
     return out
 
 
-def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
-    """The scripted model's stream chunks → one pydantic-ai ModelResponse (text first)."""
+def response_from_chunks(chunks: list[dict[str, Any]], pricing: Any = None) -> Any:
+    """The scripted model's stream chunks → one pydantic-ai ModelResponse (text first). With a
+    ``pricing``, the response reports its cost in ``RequestUsage.cost``, the way a provider that
+    prices its own calls does (the Pydantic AI Gateway's reported cost, ``usage.py:194-203,
+    386-405``): pydantic-ai then sums it and enforces ``UsageLimits.cost_limit`` on it."""
+    from decimal import Decimal
+
     from pydantic_ai import messages as m
     from pydantic_ai.usage import RequestUsage
 
@@ -181,12 +192,21 @@ def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
         if c.get("type") == "tool_use"
     ]
     usage = next((c for c in reversed(chunks) if c.get("type") == "usage"), {})
+    tokens = {k: int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "cached_input_tokens")}
+    cost = None
+    if pricing is not None and usage:
+        cost = (
+            Decimal(str(pricing.input_usd_per_mtok)) * tokens["input_tokens"]
+            + Decimal(str(pricing.output_usd_per_mtok)) * tokens["output_tokens"]
+            + Decimal(str(pricing.cached_input_usd_per_mtok)) * tokens["cached_input_tokens"]
+        ) / Decimal(1_000_000)
     return m.ModelResponse(
         parts=parts,
         usage=RequestUsage(
-            input_tokens=int(usage.get("input_tokens", 0)),
-            output_tokens=int(usage.get("output_tokens", 0)),
-            cache_read_tokens=int(usage.get("cached_input_tokens", 0)),
+            input_tokens=tokens["input_tokens"],
+            output_tokens=tokens["output_tokens"],
+            cache_read_tokens=tokens["cached_input_tokens"],
+            cost=cost,
         ),
     )
 
@@ -278,8 +298,8 @@ MECHANISMS: dict[str, Mechanism] = {
     "max_cost_usd": _m("native", "UsageLimits.cost_limit"),
     "max_wall_clock_s": _m("native", "Agent.run(timeout=) → RunTimedOut"),
     "doom_loop": _m("absent"),
-    "usage": _m("native", "ModelResponse.usage (RequestUsage.cost from genai-prices)",
-                "costs come only from genai-prices' table by model name; no pricing of one's own"),
+    "usage": _m("emulated", "ModelResponse.usage (RequestUsage.cost, as a provider reports it)",
+                "pydantic-ai prices only by genai-prices' table (usage.py:194-203): the scripted model reports the cost from the scenario's pricing, which pydantic-ai sums and bounds"),
     "spans": _m("native", "Instrumentation (OpenTelemetry)"),
     "journal": _m("native", "AgentRunResult.all_messages() / RunCancelled.all_messages()"),
     "cancellation": _m("native", "CancellationToken → RunCancelled"),
@@ -322,8 +342,11 @@ class PydanticAIAdapter:
             except RunCancelled as exc:
                 session.state = exc.all_messages()
                 session.messages = to_canonical(session.state)
-                subtype = "error_max_wall_clock" if type(exc).__name__ == "RunTimedOut" else "cancelled"
-                return Outcome(message=index, session_id=session.id, status="cancelled", subtype=subtype, error=str(exc)[:500])
+                if type(exc).__name__ == "RunTimedOut":
+                    # the wall-clock bound raised out of agent.run: reported as raised (BOUND-008's
+                    # subject), like every framework's limit exception (issue 22 §3: translate none)
+                    raise
+                return Outcome(message=index, session_id=session.id, status="cancelled", subtype="cancelled", error=str(exc)[:500])
             session.state = result.all_messages()
             session.messages = to_canonical(session.state)
             run_usage.extend(usage_events(session, index, result.new_messages()))
@@ -355,7 +378,7 @@ class PydanticAIAdapter:
                 }
             chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
             with mapping("the model response"):
-                return response_from_chunks(chunks)
+                return response_from_chunks(chunks, scenario.model.pricing)
 
         from pydantic_ai.exceptions import ToolFailed as PaiToolFailed
 
@@ -526,7 +549,9 @@ class PydanticAIAdapter:
             FunctionModel(model, model_name=scenario.model.name),
             system_prompt=scenario.system_prompt,
             tools=[make_tool(t) for t in scenario.tools if not t.terminates_turn],
-            output_type=[str, *outputs] if outputs else str,
+            # an answer may be empty: with None among the output types an empty response is a valid
+            # result, not a retry (_agent_graph.py:3906-3937; _output.py:600-606)
+            output_type=[str, None, *outputs],
             capabilities=capabilities,
         )
         b = scenario.bounds

@@ -26,8 +26,15 @@ What maps to what:
   (``tool_role_conversions``): its ``tool-call`` messages are assistant text and its
   ``tool-response`` observations are user text, so no request carries structured tool results.
 
-What does not exist in smolagents, so is left out: every 003 hook point (``step_callbacks`` only
-observe a whole finished step: model call and tools together), a plan / apply gate or veto
+* ``session-end`` (observe) → a ``step_callbacks`` entry for ``FinalAnswerStep``, which
+  ``_finalize_step`` calls once a run ends with an answer or out of steps (``agents.py:609-623``);
+  a run that raises (interrupted, a model error) has no final step, so no session-end.
+* Interactive tools one at a time → ``max_tool_threads=1`` (the size of the step's thread pool,
+  ``agents.py:1238, 1426``) when the scenario has one; the step's other calls then run one at a
+  time too (no per-call setting exists).
+
+What does not exist in smolagents, so is left out: the other 003 hook points (``step_callbacks``
+only observe a whole finished step: model call and tools together), a plan / apply gate or veto
 chain, a policy precheck, tool kinds, ConcurrencySpec (several calls of one step run in a thread
 pool, all in parallel), a terminal-tool annotation (only its own ``final_answer`` tool ends a run:
 a plain text answer is not a final answer), a doom-loop detector, cost per usage event from a
@@ -48,7 +55,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult
-from conformance.adapters._common import mapping, mapping_code, Run, Session, parse_args, run_messages, tool_spec
+from conformance.adapters._common import Hooks, mapping, mapping_code, Run, Session, parse_args, run_messages, tool_spec
 from conformance.boundary.scenario import Scenario, ToolDef
 
 _JSON_TYPES = {"string", "boolean", "integer", "number", "array", "object", "null"}
@@ -150,10 +157,13 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 MECHANISMS: dict[str, Mechanism] = {
     **{p: _m("absent", note="step_callbacks only observe a finished step") for p in (
         "session-start", "context-assemble", "pre-model-call", "post-model-response", "pre-tool-call",
-        "plan-ready", "post-tool-call", "post-apply", "session-end")},
+        "plan-ready", "post-tool-call", "post-apply")},
+    # _finalize_step runs the step callbacks on the run's FinalAnswerStep (agents.py:609-623):
+    # the end of a run that ends (not one that raises, e.g. when interrupted).
+    "session-end": _m("observe-only", "step_callbacks[FinalAnswerStep] (agents.py:609-623)", "not called when the run raises"),
     "policy_precheck": _m("absent"),
     "tool_kinds": _m("absent"),
-    "concurrency_keys": _m("absent", note="a step's calls all run in a thread pool"),
+    "concurrency_keys": _m("absent", note="a step's calls all run in one thread pool; max_tool_threads=1 (agents.py:1238, 1426) when the scenario has an interactive tool, so all run one at a time"),
     "terminal_tool": _m("absent", note="only its own final_answer tool ends a run"),
     "max_turns": _m("native", "agent.run(max_steps=)"),
     "final_turn": _m("native", "_handle_max_steps_reached → provide_final_answer (no tools)"),
@@ -223,6 +233,7 @@ class SmolagentsAdapter:
 
     def _build(self, scenario: Scenario, doubles: Doubles, call_async: Any, turn: Any) -> Any:
         from smolagents import Tool, ToolCallingAgent
+        from smolagents.memory import FinalAnswerStep
         from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model
         from smolagents.monitoring import LogLevel, TokenUsage
 
@@ -273,11 +284,23 @@ class SmolagentsAdapter:
 
             return ScenarioTool()
 
+        def final_answer_step(step: Any, agent: Any) -> None:
+            # session-end, observed: the callbacks of the run's FinalAnswerStep (agents.py:609-623)
+            # out of steps, the last memory step carries AgentMaxStepsError (agents.py:628-636)
+            last = agent.memory.steps[-1] if agent.memory.steps else None
+            subtype = "error_max_turns" if type(getattr(last, "error", None)).__name__ == "AgentMaxStepsError" else "success"
+            call_async(hooks.chain, "session-end", {"session_id": turn()["session_id"], "subtype": subtype}, turn())
+
+        hooks = Hooks(scenario, doubles)
         agent = ToolCallingAgent(
             tools=[make_tool(t) for t in scenario.tools],
             model=ScriptedModel(model_id=scenario.model.name),
             instructions=scenario.system_prompt,
             verbosity_level=LogLevel.OFF,
+            step_callbacks={FinalAnswerStep: [final_answer_step]} if hooks.has("session-end") else None,
+            # the way smolagents keeps calls one at a time (its thread pool's size, agents.py:1426):
+            # with an interactive tool in the scenario, every call of a step runs alone
+            max_tool_threads=1 if any(t.kind == "interactive" for t in scenario.tools) else None,
         )
         return agent
 

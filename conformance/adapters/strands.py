@@ -19,7 +19,9 @@ What maps to what:
   model gets; replaced params are a model with that config in ``context.model``, which the stage's
   terminal streams, ``event_loop/event_loop.py:780``), and re-yields a replaced message as the stage's ``ModelStopReason`` (what is stored
   and acted on). strands' ``BeforeModelCallEvent`` / ``AfterModelCallEvent`` could only cancel or
-  retry (``hooks/events.py:343-344, 400-401``), hence the middleware.
+  retry (``hooks/events.py:343-344, 400-401``), hence the middleware. context-assemble's budget is
+  what strands counts against its ``Limits`` for the invocation (its cycles and tokens, read where
+  ``_check_limits`` reads them, ``event_loop/event_loop.py:70-95``).
 * ``pre-tool-call`` → ``BeforeToolCallEvent`` and ``post-tool-call`` → ``AfterToolCallEvent``
   (its ``result`` is writable).
 * The policy precheck → ``BeforeToolCallEvent.cancel_tool = "denied by policy: ..."``: strands does
@@ -200,7 +202,7 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 #: named is absent).
 MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "BeforeInvocationEvent"),
-    "context-assemble": _m("native", "InvokeModelStage middleware (context.messages)", "no budget: strands hands the stage no turn count or cost"),
+    "context-assemble": _m("native", "InvokeModelStage middleware (context.messages)", "budget: the invocation's cycles and tokens, which strands counts against its Limits"),
     "pre-model-call": _m("native", "InvokeModelStage middleware (context.messages / tool_specs / system_prompt / model)"),
     "post-model-response": _m("native", "InvokeModelStage middleware (the stage's ModelStopReason)"),
     "pre-tool-call": _m("native", "BeforeToolCallEvent"),
@@ -330,10 +332,18 @@ class StrandsAdapter:
                 for event in events:
                     yield event
 
+        def budget_of(agent: Any) -> dict[str, Any]:
+            """What strands counts against its Limits for this invocation: its cycles (turns) and
+            tokens, read where ``_check_limits`` reads them (event_loop/event_loop.py:70-95)."""
+            invocation = agent.event_loop_metrics.latest_agent_invocation
+            if invocation is None:
+                return {}
+            return {"turns_used": len(invocation.cycles), "total_tokens": int(invocation.usage.get("totalTokens", 0))}
+
         async def model_stage(context: Any, next_fn: Any) -> Any:
             turn = _turn.get()
             history = to_canonical(list(context.messages), context.system_prompt)
-            assembled, replaced = await hooks.chain("context-assemble", {"history": history, "budget": {}}, turn)
+            assembled, replaced = await hooks.chain("context-assemble", {"history": history, "budget": budget_of(context.agent)}, turn)
             if replaced and isinstance(assembled, dict):
                 with mapping("the replaced history"):
                     messages, system = from_canonical(assembled.get("history"))

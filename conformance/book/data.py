@@ -110,7 +110,12 @@ class ScenarioDoc:
 
     @property
     def other_tags(self) -> list[str]:
-        return [t for t in self.tags if not REQ_ID.match(t) and t not in PROFILES]
+        return [t for t in self.tags if not REQ_ID.match(t) and t not in PROFILES and not t.startswith("dim:")]
+
+    @property
+    def dims(self) -> list[str]:
+        """The input-dimension cells the scenario covers (its ``@dim:`` tags), as ``name=value``."""
+        return [t.removeprefix("dim:") for t in self.tags if t.startswith("dim:")]
 
 
 def _steps(raw: list[dict[str, Any]]) -> list[Step]:
@@ -302,6 +307,8 @@ class KernelDoc:
     failures: str | None = None
     #: requirement id → verdict (None: not run for this kernel).
     verdicts: dict[str, str | None] = field(default_factory=dict)
+    #: requirement id → the requirements that block it (its verdict is ``blocked``).
+    blocked_by: dict[str, list[str]] = field(default_factory=dict)
     #: The full report as JSON data, when one is available.
     report: dict[str, Any] | None = None
     mechanisms: Any = None
@@ -327,6 +334,8 @@ def _from_report(k: KernelDoc, report: dict[str, Any]) -> None:
         k.summary = dict(report["summary"])
     for r in report.get("requirements", []):
         k.verdicts.setdefault(r["id"], r.get("verdict"))
+        if r.get("blocked_by"):
+            k.blocked_by.setdefault(r["id"], list(r["blocked_by"]))
     k.mechanisms = k.mechanisms or kernel.get("mechanisms") or report.get("mechanisms")
     k.declared_readings = k.declared_readings or kernel.get("readings") or report.get("readings")
 
@@ -338,6 +347,8 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise BookError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise BookError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BookError(f"{path} is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise BookError(f"{path}: expected a JSON object")
     return data
@@ -367,6 +378,8 @@ def matrix_kernels(matrix_path: Path | None = MATRIX_JSON, reports_dir: Path | N
         )
         for row in matrix.get("requirements", []):
             k.verdicts[row["id"]] = (row.get("verdicts") or {}).get(k.name)
+            if k.name in (row.get("blocked_by") or {}):
+                k.blocked_by[row["id"]] = list(row["blocked_by"][k.name])
         if reports_dir is not None:
             path = reports_dir / f"{entry['name']}.json"
             if path.is_file():
@@ -391,6 +404,16 @@ def load_report_file(path: Path) -> dict[str, Any]:
     data = _read_json(path)
     if "requirements" not in data or "kernel" not in data:
         raise BookError(f"{path} is not an akc report (no 'kernel' and 'requirements')")
+    from pydantic import ValidationError
+
+    from conformance.report.model import Report
+
+    try:
+        Report.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        raise BookError(f"{path} is not a valid akc report: field {loc}: {err.get('msg')}") from None
     return data
 
 

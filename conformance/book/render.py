@@ -24,7 +24,20 @@ TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
 
 #: How each verdict reads in a cell, and its CSS class.
-VERDICT_LABEL = {"pass": "pass", "fail": "FAIL", "not-offered": "not offered", "incomplete": "incomplete", "error": "error", None: "—"}
+VERDICT_LABEL = {"pass": "pass", "fail": "FAIL", "blocked": "blocked", "not-applicable": "n/a", "not-offered": "not offered",
+                 "incomplete": "incomplete", "error": "error", None: "—"}
+
+#: What each symbol means, for the legend of every page that shows verdicts.
+VERDICT_MEANING = {
+    "pass": "every check of the requirement ran and passed",
+    "fail": "the kernel does not do what the requirement says (a check failed, with what was expected and observed)",
+    "blocked": "a check could not judge its subject because another requirement it needs failed first (named beside it)",
+    "not-applicable": "a rule about a concept the kernel does not have (e.g. a MUST NOT about a declaration it has no way to make)",
+    "not-offered": "a SHOULD or MAY capability the kernel does not declare, or a mechanism its adapter does not wire",
+    "incomplete": "it could not be checked (a prerequisite missing, too slow to finish, not exercised)",
+    "error": "the harness or the adapter broke: never the kernel's failure, never a pass",
+    None: "not run for this kernel (a profile it does not claim, or not in its report)",
+}
 
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
@@ -46,6 +59,22 @@ def step_parts(text: str) -> list[tuple[str, str]]:
     return out
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: str | None) -> Markup:
+    """A catalog statement with its `backticked` words as code (the rest escaped): the catalog is
+    written in Markdown's inline style, and a reader should not see the backticks."""
+    from markupsafe import escape
+
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(text or ""):
+        out += [str(escape((text or "")[pos : m.start()])), f"<code>{escape(m.group(1))}</code>"]
+        pos = m.end()
+    out.append(str(escape((text or "")[pos:])))
+    return Markup("".join(out))
+
+
 def markdown(text: str | None) -> Markup:
     """Markdown to HTML with raw HTML disabled (it is escaped), so the result is safe to embed."""
     return Markup(_MD.render(text or ""))
@@ -60,10 +89,12 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["markdown"] = markdown
+    env.filters["code_spans"] = code_spans
     env.filters["step_parts"] = step_parts
     env.filters["verdict_label"] = lambda v: VERDICT_LABEL.get(v, str(v))
     env.filters["verdict_class"] = lambda v: "v-" + (v or "none")
     env.filters["jsonish"] = lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    env.globals["verdict_meanings"] = list(VERDICT_MEANING.items())
     env.globals["is_mapping"] = lambda v: isinstance(v, dict)
     env.globals["is_list"] = lambda v: isinstance(v, list)
     return env
@@ -102,6 +133,8 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
         bad = [c for c in checks if c.get("outcome") not in ("pass",)]
         check = next((c for c in bad if c.get("outcome") == verdict), bad[0] if bad else None)
         message = (check or {}).get("message") or result.get("message")
+        if verdict in ("blocked", "not-applicable") and result.get("message"):
+            message = result["message"]  # what blocks it (and over how many checks), or why it does not apply
         trace = (check or {}).get("trace")
         out.append(
             {
@@ -110,17 +143,66 @@ def failing_entries(kernel: KernelDoc, book: Book) -> list[dict[str, Any]]:
                 "area": book.area_of(req.id),
                 "check": check,
                 "message": message,
+                # why the FAIL holds, with its citation in the framework's source (or unconfirmed)
+                "cause": result.get("fail_cause") if verdict == "fail" else None,
+                "blocked_by": [(b, _blocker_link(b, kernel, book)) for b in result.get("blocked_by") or kernel.blocked_by.get(req.id) or []],
                 "timeline": timeline.build(trace) if isinstance(trace, dict) else None,
             }
         )
     return out
 
 
+def _blocker_link(rid: str, kernel: KernelDoc, book: Book) -> str:
+    """Where a blocker is explained: its section on this kernel's page when it did not pass here,
+    else its catalog entry."""
+    if kernel.verdicts.get(rid) not in (None, "pass"):
+        return f"#{rid}"
+    try:
+        return f"area-{book.area_of(rid).slug}.html#{rid}"
+    except StopIteration:
+        return f"#{rid}"
+
+
 # --------------------------------------------------------------------------- the site
+
+
+VOCABULARY = HERE / "vocabulary.toml"
+
+
+def vocabulary_groups() -> list[list[str]]:
+    """Terms of one meaning in the seeds' two vocabularies (``vocabulary.toml``)."""
+    import tomllib
+
+    return [list(g) for g in tomllib.loads(VOCABULARY.read_text(encoding="utf-8")).get("groups", [])]
+
+
+def _mentions(text: str, term: str) -> bool:
+    return re.search(r"(?<![\w-])" + re.escape(term.lower()) + r"(?![\w-])", text) is not None
+
+
+def related(book: Book, area: Any, req: Any, groups: list[list[str]]) -> dict[str, Any]:
+    """What a reader may search a requirement by besides its own words, in two tiers: ``near``,
+    the other words of every vocabulary group its statement mentions (``max_iterations`` for the
+    ``budget_exhausted`` rule) and its profile twin (``conflicts_with``); ``related``, the words of
+    its scenarios (names and steps), its properties and its twin's statement, once each. ``counts``:
+    how often each vocabulary word occurs in those scenarios and properties (to rank the hits)."""
+    parts: list[str] = []
+    for sc in area.scenarios.get(req.id, []):
+        parts += [sc.name, sc.description, *(s.text for s in [*sc.background, *sc.steps])]
+    for prop in area.properties.get(req.id, []):
+        parts += [prop.name.replace("_", " "), prop.doc]
+    twins = [book.catalog.get(t) for t in req.conflicts_with]
+    text = " ".join(p for p in [*parts, *(t.statement for t in twins)] if p).lower()
+    own = req.statement.lower()
+    near = [t for g in groups if any(_mentions(own, t) for t in g) for t in g]
+    counts = {t: n for g in groups for t in g if (n := len(re.findall(r"(?<![\w-])" + re.escape(t.lower()) + r"(?![\w-])", text)))}
+    words = sorted(set(re.findall(r"[\w:.()-]+", text)))
+    return {"near": " ".join(dict.fromkeys([*near, *req.conflicts_with])), "related": " ".join(words), "counts": counts}
 
 
 def search_index(book: Book) -> list[dict[str, str]]:
     entries = []
+    groups = vocabulary_groups()
     for area in book.areas:
         for req in area.requirements:
             entries.append(
@@ -131,10 +213,12 @@ def search_index(book: Book) -> list[dict[str, str]]:
                     "statement": req.statement,
                     "href": f"area-{area.slug}.html#{req.id}",
                     "area": area.title,
+                    **related(book, area, req, groups),
                 }
             )
     for r in book.readings:
-        entries.append({"id": r.id, "level": "reading", "profiles": "", "statement": r.title, "href": f"readings.html#{r.id}", "area": "Readings"})
+        entries.append({"id": r.id, "level": "reading", "profiles": "", "statement": r.title, "href": f"readings.html#{r.id}",
+                        "area": "Readings", "related": " ".join(str(v) for v in r.fields.values() if isinstance(v, str))})
     return entries
 
 

@@ -84,6 +84,9 @@ def build(trace: JSON) -> Timeline:
     blocks = [Block("Before the first model call")]
     spans: list[JSON] = []
     tail = Block("How the run ended")
+    # "withheld" only where another request of the run offered tools: a scenario with no tools
+    # offers none, and the kernel held nothing back
+    offered_any = any(e.get("tools") for e in trace.get("events") or [] if e.get("kind") == "model_request")
     for i, e in enumerate(trace.get("events") or []):
         kind = e.get("kind")
         turn = e.get("turn")
@@ -96,7 +99,7 @@ def build(trace: JSON) -> Timeline:
             msgs = e.get("messages") or []
             kept = e.get("kept") or 0
             detail = (f"{kept} message(s) as in the previous request, then:\n" if kept else "") + "\n".join(str(m) for m in msgs)
-            tools = ", ".join(e.get("tools") or []) or "none (tool specs withheld)"
+            tools = ", ".join(e.get("tools") or []) or ("none (tool specs withheld)" if offered_any else "none (the scenario offers none)")
             row = Row(i, "model", f"model request {n} — tools: {tools}", detail, turn=turn)
         elif kind == "model_response":
             n = int(e.get("index", 0)) + 1

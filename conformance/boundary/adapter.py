@@ -119,16 +119,22 @@ Capability = Literal[CAPABILITIES]  # type: ignore[valid-type]
 
 
 class ModelCallError(Exception):
-    """Raised from the scripted model's stream: the model API failed (status and message kept)."""
+    """Raised from the scripted model's stream: the model API failed. ``kind`` is ``http`` (the
+    API answered with the error ``status``), ``timeout`` or ``broken_stream`` (no status: None)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status}: {message}")
+    def __init__(self, status: int | None, message: str, kind: str = "http") -> None:
+        super().__init__(f"{status}: {message}" if status is not None else f"{kind}: {message}")
         self.status = status
         self.message = message
+        self.kind = kind
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+#: The model APIs the harness serves its model double in (``conformance.httpmodel``).
+Dialect = Literal["anthropic", "openai-chat", "openai-responses"]
 
 
 class AdapterInfo(_Model):
@@ -149,6 +155,11 @@ class AdapterInfo(_Model):
     #: ``absent``, and a requirement depending on a mechanism that is not ``native`` cannot pass
     #: (``conformance.report.verdicts.mechanism_verdict``).
     mechanisms: dict[str, Mechanism] = Field(default_factory=dict)
+    #: The model API(s) the kernel calls over HTTP (``docs/http-kernels.md``): it takes its model
+    #: from ``doubles.http_model.base_url(dialect)`` (in process) or the run request's
+    #: ``http_model`` (stdio), not from ``doubles.model_stream``. Empty: the kernel takes the model
+    #: double directly. The first one listed is the kernel's own; the report names those used.
+    dialects: list[Dialect] = Field(default_factory=list)
 
     @field_validator("capabilities", mode="before")
     @classmethod
@@ -157,9 +168,8 @@ class AdapterInfo(_Model):
         if isinstance(value, (list, tuple)):
             unknown = [c for c in value if c not in CAPABILITIES]
             if unknown:
-                raise ValueError(
-                    f"unknown capability {', '.join(repr(c) for c in unknown)}; the known ones are {', '.join(CAPABILITIES)}"
-                )
+                shown = ", ".join(repr(c)[:80] for c in unknown[:5]) + (f", … ({len(unknown)} in all)" if len(unknown) > 5 else "")
+                raise ValueError(f"unknown capability {shown}; the known ones are {', '.join(CAPABILITIES)}")
         return value
 
 

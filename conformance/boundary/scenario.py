@@ -221,6 +221,12 @@ class ScriptedToolCall(_Model):
 
 
 class ModelError(_Model):
+    """A failed model call, in no API's dialect: ``http``, the API answered with an error
+    ``status``; ``timeout``, no answer came in time; ``broken_stream``, the stream broke off after
+    ``after_chunks`` chunks. A timeout and a broken stream carry no status (``status`` is read
+    for ``http`` only)."""
+
+    kind: Literal["http", "timeout", "broken_stream"] = "http"
     status: int = 500
     message: str = "scripted model error"
     #: How many chunks stream before the error is raised (0: the call fails at once).
@@ -288,6 +294,16 @@ class CancelAt(_Model):
     message: int = 0
 
 
+class HookHold(_Model):
+    """Hold one dispatch of a hook point (the ``occurrence``-th of ``point``, 0-based, counted
+    over the run) until a hook, model call or tool call of *another* turn shows up, or a short
+    window passes: a kernel that lets a waiting turn start before this dispatch returned shows
+    it in the log (e.g. a session lock released before on_session_end)."""
+
+    point: str
+    occurrence: int = 0
+
+
 class UserMessage(_Model):
     text: str
     #: A label; messages with the same label go to the same session.
@@ -324,6 +340,8 @@ class Scenario(_Model):
     #: overlaps them always shows it; one that runs them one at a time is not failed for the wait.
     hold_first: list[list[str]] = Field(default_factory=list)
     hooks: list[HookDef] = Field(default_factory=list)
+    #: Hook dispatches held while another turn may start (``HookHold``).
+    hold_hooks: list[HookHold] = Field(default_factory=list)
     #: Policy precheck denials: call id or tool name → reason.
     policy_deny: dict[str, str] = Field(default_factory=dict)
     #: Answers of the approver, in the order it is asked.

@@ -15,6 +15,8 @@ from conformance.catalog.requirements import Catalog, load_catalog
 from conformance.paths import features_dir
 
 REQ_ID = re.compile(r"^[A-Z]+-\d{3}$")
+#: A scenario tag ``@dim:<dimension>=<value>`` names an input-dimension cell it covers.
+DIM_TAG = "dim:"
 PROFILES = ("kernel", "commonagent")
 
 
@@ -27,6 +29,8 @@ class Check:
     name: str
     ids: tuple[str, ...]
     profiles: tuple[str, ...]
+    #: The input-dimension cells it covers, ``"dimension=value"`` (``conformance/catalog/dimensions.py``).
+    dims: tuple[str, ...] = ()
 
 
 @dataclass
@@ -72,6 +76,7 @@ def scenario_checks() -> list[Check]:
                     name=scenario.name,
                     ids=tuple(sorted(t for t in tags if REQ_ID.match(t))),
                     profiles=_profiles(tags),
+                    dims=tuple(sorted(t.removeprefix(DIM_TAG) for t in tags if t.startswith(DIM_TAG))),
                 )
             )
     return checks
@@ -93,9 +98,8 @@ def property_checks() -> list[Check]:
                     continue
                 profile = mark.kwargs.get("profile")
                 profiles = (profile,) if isinstance(profile, str) else tuple(profile or PROFILES)
-                checks.append(
-                    Check("property", info.name, name, tuple(mark.kwargs.get("ids", ())), profiles)
-                )
+                ids, dims = tuple(mark.kwargs.get("ids", ())), tuple(mark.kwargs.get("dims", ()))
+                checks.append(Check("property", info.name, name, ids, profiles, dims))
     return checks
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 MECHANISMS_PATH = Path(__file__).with_name("mechanisms.toml")
 
@@ -30,10 +32,47 @@ class Dependency:
 
 
 @cache
+def _table() -> dict[str, Any]:
+    return tomllib.loads(MECHANISMS_PATH.read_text(encoding="utf-8"))
+
+
+@cache
 def dependencies() -> dict[str, tuple[Dependency, ...]]:
     """requirement id → the mechanisms its checks depend on."""
-    data = tomllib.loads(MECHANISMS_PATH.read_text(encoding="utf-8"))
-    return {rid: tuple(Dependency.parse(d) for d in deps) for rid, deps in data.get("depends", {}).items()}
+    return {rid: tuple(Dependency.parse(d) for d in deps) for rid, deps in _table().get("depends", {}).items()}
+
+
+def dispatch_subject(point: str) -> str | None:
+    """The requirement whose subject is that hook point ``point`` is dispatched at all."""
+    return _table().get("dispatch", {}).get(point)
+
+
+def blocker_for_missing_point(point: str, requirement_ids: Iterable[str]) -> str | None:
+    """The requirement that blocks a check of ``requirement_ids`` needing ``point``, which the run
+    never dispatched: its dispatch requirement, unless the check is about that point itself (one of
+    its ids is that requirement or depends on the point). None: the check judges it itself."""
+    owner = dispatch_subject(point)
+    ids = list(requirement_ids)
+    if owner is None or owner in ids or any(d.name == point for i in ids for d in depends_on(i)):
+        return None
+    return owner
+
+
+def owner_of(mechanism: str, profiles: Iterable[str]) -> str | None:
+    """The requirement whose subject ``mechanism`` is, for a requirement of ``profiles``: a hook
+    point's dispatch requirement, else the first of its ``[owners]`` sharing a profile. None: no
+    owner (a requirement depending on it answers for it itself)."""
+    point = dispatch_subject(mechanism)
+    if point is not None:
+        return point
+    from conformance.catalog.requirements import load_catalog
+
+    wanted = set(profiles)
+    catalog = load_catalog()
+    for rid in _table().get("owners", {}).get(mechanism, []):
+        if not wanted or wanted & set(catalog.get(rid).profiles):
+            return rid
+    return None
 
 
 def depends_on(requirement_id: str) -> tuple[Dependency, ...]:

@@ -1,14 +1,34 @@
 """The ``akc`` command: one typer app; each command lives in the module that owns its job.
 
 Exit codes (documented in README.md): 0 conformant / ok, 1 a MUST failed (or a diff found),
-2 usage error, 3 incomplete or harness error with no MUST failing.
+2 usage error, 3 blocked, incomplete or harness error with no MUST failing.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import signal
+import sys
 
-import typer
+from conformance.harness import signals
+
+
+def _take_signals(handler: object = signals.early_handler) -> None:
+    """From here on a SIGINT or SIGTERM is an interruption main() reports in one line (exit
+    130/143), never a traceback nor a default death that leaves an earlier run's report in place;
+    a run installs its own handlers later (conformance.harness.signals, .supervisor)."""
+    for signum in signals.SIGNALS:
+        try:
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        except ValueError:  # not the main thread: leave them be
+            return
+
+
+if os.path.basename(sys.argv[0]) in ("akc", "__main__.py"):  # the program itself: before typer's imports
+    _take_signals(signals.early_note)
+
+import typer  # noqa: E402
 
 app = typer.Typer(
     name="akc",
@@ -93,13 +113,51 @@ def _message(exc: BaseException) -> str:
     return f"no such option: {name}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
 
 
+def _interrupted(argv: list[str]) -> SystemExit:
+    """A signal the start-up handler caught: one line, exit 128 + the signal. Before a run
+    cleared its report paths, ``akc run``'s are removed (no earlier run's report may stay)."""
+    signum = signals.early() or signals.received() or signal.SIGINT
+    if not signals.began():
+        if argv[:1] == ["run"]:
+            from conformance.harness.outputs import remove_stale
+
+            for i, arg in enumerate(argv):
+                flag, _, value = arg.partition("=")
+                if flag in ("--json", "--junit", "--markdown"):
+                    path = value or (argv[i + 1] if i + 1 < len(argv) else "")
+                    if path:
+                        remove_stale(path)
+        print(f"akc: interrupted by {signals.name(signum)} before the run started; no report was written", file=sys.stderr)
+    else:
+        print(f"akc: interrupted by {signals.name(signum)}", file=sys.stderr)
+    return SystemExit(signals.exit_code_for(signum))
+
+
 def main() -> None:
     """Run ``akc``; a usage error is one line on stderr and exit 2, never a box or a traceback."""
-    import sys
+    previous = {s: signal.getsignal(s) for s in signals.SIGNALS}
+    _take_signals()
+    try:
+        if signals.early() is not None:  # it came while akc's modules were importing
+            raise _interrupted(sys.argv[1:])
+        _main()
+    except KeyboardInterrupt:
+        raise _interrupted(sys.argv[1:]) from None
+    finally:  # a caller in this process (a test) gets its own handlers back, and a fresh start
+        signals.cli_ended()
+        for s, handler in previous.items():
+            try:
+                signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+            except ValueError:
+                break
 
+
+def _main() -> None:
     _register(sys.argv[1:])
     try:
         code = app(prog_name="akc", standalone_mode=False)
+        if signals.early() is not None:  # typer turned the start-up handler's interruption into 130
+            raise _interrupted(sys.argv[1:])
     except typer.Abort:
         typer.echo("akc: aborted", err=True)
         raise SystemExit(130) from None

@@ -108,12 +108,19 @@ def show(
     except UnknownRequirement as exc:
         _fail(str(exc))
     checks = _checks_of(req.id)
+    grid = _grid_of(req.id, checks)
     if as_json:
         data = req.model_dump(mode="json")
         data["checked_by"] = [{"kind": c.kind, "where": c.where, "name": c.name, "profiles": list(c.profiles)} for c in checks]
+        data["dimensions"] = {
+            dim: {value: [{"kind": c.kind, "where": c.where, "name": c.name} for c in covering] for value, covering in values.items()}
+            for dim, values in grid.items()
+        }
         typer.echo(_as_json(data))
         return
     typer.echo(_describe(req, checks))
+    if grid:
+        typer.echo(_describe_grid(grid))
 
 
 def _checks_of(req_id: str) -> list:
@@ -126,6 +133,37 @@ def _checks_of(req_id: str) -> list:
     except Exception as exc:  # noqa: BLE001 - a broken feature file must not hide the requirement
         typer.echo(f"akc: warning: cannot read the checks ({type(exc).__name__}: {exc})", err=True)
         return []
+
+
+def _grid_of(req_id: str, checks: list) -> dict[str, dict[str, list]]:
+    """The requirement's input dimensions (``conformance/catalog/dimensions/``): each value with
+    the checks covering it."""
+    from conformance.catalog.coverage import Coverage
+    from conformance.catalog.dimensions import DimensionError, check_cells, load_table
+
+    try:
+        table = load_table()
+    except DimensionError as exc:
+        _fail(str(exc), EXIT_HARNESS)
+    dims = table.get(req_id, {})
+    out: dict[str, dict[str, list]] = {d: {v: [] for v in values} for d, values in dims.items()}
+    for check in Coverage(checks).checks:
+        for cell in check_cells(check, {req_id: dims})[0]:
+            out[cell.dimension][cell.value].append(check)
+    return out
+
+
+def _describe_grid(grid: dict[str, dict[str, list]]) -> str:
+    lines = ["  dimensions:"]
+    for dim, values in grid.items():
+        lines.append(f"    {dim}")
+        width = max(len(v) for v in values) + 2
+        for value, covering in values.items():
+            if not covering:
+                lines.append(f"      {value:<{width}}NO CHECK")
+            for i, c in enumerate(covering):
+                lines.append(f"      {value if i == 0 else '':<{width}}{c.kind:<9} {c.where} / {c.name}")
+    return "\n".join(lines)
 
 
 def _describe(req: Requirement, checks: list | None = None) -> str:

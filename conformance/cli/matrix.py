@@ -28,6 +28,7 @@ def register(app: typer.Typer) -> None:
         jobs: Annotated[int, typer.Option("--jobs", "-j", help="kernels run side by side (default 1)")] = 1,
         reports_dir: Annotated[Path | None, typer.Option("--reports", help="per-kernel JSON reports (default docs/conformance-reports/)")] = None,
         list_only: Annotated[bool, typer.Option("--list", help="list the registered kernels and where their environments are, then stop")] = False,
+        from_reports: Annotated[bool, typer.Option("--from-reports", help="run nothing: rebuild the matrix from the committed per-kernel reports (after editing conformance/catalog/fail_causes.toml)")] = False,
     ) -> None:
         """Run every registered kernel's suite in its own environment; write the conformance matrix."""
         from conformance.report import matrix as m
@@ -54,7 +55,8 @@ def register(app: typer.Typer) -> None:
         if jobs < 1:
             typer.echo("akc matrix: --jobs must be at least 1", err=True)
             raise typer.Exit(2)
-        columns = m.run_matrix(chosen, m.Runner(smoke=smoke, timeout_cap_s=timeout_cap), on_column=progress, jobs=jobs)
+        runner = m.Committed(reports_dir or m.DEFAULT_REPORTS) if from_reports else m.Runner(smoke=smoke, timeout_cap_s=timeout_cap)
+        columns = m.run_matrix(chosen, runner, on_column=progress, jobs=jobs)
         written = m.write_reports(columns, reports_dir or m.DEFAULT_REPORTS)
         written += m.write(m.build(columns), md_path or m.DEFAULT_MD, json_path or m.DEFAULT_JSON)
         typer.echo("akc matrix: wrote " + ", ".join(str(p) for p in written))

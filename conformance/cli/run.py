@@ -4,8 +4,9 @@
 
 Exit codes: 0 conformant, 1 a gating requirement failed (with ``--strict`` also a SHOULD/MAY),
 2 usage error (bad flag, unknown adapter, requirement id or profile, unwritable output path),
-3 incomplete or error (the circuit breaker included), 130 / 143 interrupted by SIGINT / SIGTERM
-(no verdict table; the report files say "interrupted").
+3 blocked, incomplete or error (the circuit breaker included), 4 with ``--golden DIR`` the kernel's behaviour
+differs from its goldens (and the run is otherwise conformant), 130 / 143 interrupted by SIGINT /
+SIGTERM (no verdict table; the report files say "interrupted").
 
 The suite runs in a supervised child process (:mod:`conformance.harness.supervisor`), so an
 adapter that ends its process still leaves a report naming the cause.
@@ -41,6 +42,7 @@ def register(app: typer.Typer) -> None:
         strict: Annotated[bool, typer.Option("--strict", help="a failing SHOULD/MAY also fails the run, and so does a stale --expect entry")] = False,
         expect: Annotated[Path | None, typer.Option("--expect", help="expected failures (TOML, docs/ci.md): listed results do not fail the run, new ones do")] = None,
         write_expectations: Annotated[Path | None, typer.Option("--write-expectations", help="record this run's non-passing requirements in this TOML file (for --expect)")] = None,
+        warn_changed: Annotated[bool, typer.Option("--warn-changed", help="with --expect: an expected failure that now fails in other checks or for another reason is a warning, not exit 1")] = False,
         all_rows: Annotated[bool, typer.Option("--all", help="show every requirement, not only those that do not pass")] = False,
         backend: Annotated[str, typer.Option("--backend", help="asyncio | trio")] = "asyncio",
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show pytest's own output")] = False,
@@ -50,6 +52,8 @@ def register(app: typer.Typer) -> None:
         validate_protocol: Annotated[bool, typer.Option("--validate-protocol", help="stdio adapters: validate every message (docs/protocol.md)")] = False,
         hypothesis_profile: Annotated[str, typer.Option("--hypothesis-profile", help="ci (10 derandomized examples per property) | explore (hundreds, with shrinking)")] = "ci",
         jobs: Annotated[int, typer.Option("--jobs", "-j", help="run N scenarios at once, as N processes each with its own kernel instance (a stdio kernel: its own kernel process); same verdicts as a serial run (docs/ci.md)")] = 1,
+        golden: Annotated[Path | None, typer.Option("--golden", help="compare every scenario's canonical trace with the goldens in DIR: a change of behaviour exits 4 (docs/ci.md)")] = None,
+        update_golden: Annotated[bool, typer.Option("--update-golden", help="with --golden DIR: write this run's traces as the goldens")] = False,
     ) -> None:
         """Run the conformance suite against a kernel adapter."""
         if validate_protocol:  # read by conformance.wire.validate
@@ -58,8 +62,26 @@ def register(app: typer.Typer) -> None:
         from conformance.harness.shards import run_sharded
         from conformance.harness.supervisor import run_supervised
         from conformance.errors import UsageError
+        from conformance.report.escape import terminal
         from conformance.report.terminal import print_report
 
+        if update_golden and golden is None:
+            typer.echo("akc run: --update-golden needs --golden DIR", err=True)
+            raise typer.Exit(2)
+        scratch = None
+        if golden is not None:
+            from conformance.trace.golden import check_folder
+
+            try:
+                check_folder(golden, update=update_golden)
+            except UsageError as exc:
+                typer.echo(f"akc run: {exc}", err=True)
+                raise typer.Exit(2) from None
+            if traces is None:  # the goldens are compared with this run's traces
+                import tempfile
+
+                scratch = tempfile.TemporaryDirectory(prefix="akc-golden-")
+                traces = Path(scratch.name)
         options = SuiteOptions(
             adapter=adapter,
             profile=profile,
@@ -78,22 +100,48 @@ def register(app: typer.Typer) -> None:
             hypothesis_profile=hypothesis_profile,
             expect_path=str(expect) if expect else None,
             write_expectations_path=str(write_expectations) if write_expectations else None,
+            warn_changed=warn_changed,
             jobs=jobs,
         )
+        cores = os.cpu_count() or 1
+        if jobs > cores:
+            typer.echo(f"akc run: --jobs {jobs} is more than this machine's {cores} cores: each scenario gets less CPU than in a "
+                       "serial run (a kernel whose time is latency still gains; a long scenario may need --timeout-scale 2)", err=True)
         try:
             result = run_supervised(options) if jobs == 1 else run_sharded(options)
         except UsageError as exc:
-            typer.echo(f"akc run: {exc}", err=True)
+            typer.echo(f"akc run: {terminal(str(exc))}", err=True)
             raise typer.Exit(2) from None
         if result.report is None:
-            tail = "\n".join(result.output.strip().splitlines()[-20:])
+            tail = "\n".join(terminal(line) for line in result.output.strip().splitlines()[-20:])
             typer.echo(f"akc run: the suite did not produce a report (pytest exit {result.pytest_exit})\n{tail}", err=True)
             raise typer.Exit(3)
         if result.exit_code >= 128:  # interrupted: no table that could pass for a finished run
             why = result.report.errors[-1] if result.report.errors else "interrupted"
-            typer.echo(f"akc run: {why}", err=True)
+            typer.echo(f"akc run: {terminal(why)}", err=True)
             raise typer.Exit(result.exit_code)
         print_report(result.report, all_rows=all_rows)
-        if write_expectations:
+        from conformance.report.writers import write_failed
+
+        if write_expectations and not write_failed(result.report, "--write-expectations"):
             typer.echo(f"wrote the expectations of this run to {write_expectations}")
-        raise typer.Exit(result.exit_code)
+        code = result.exit_code
+        if golden is not None and traces is not None:
+            code = _golden(traces, golden, update=update_golden, partial=bool(req or smoke or profile), code=code)
+        if scratch is not None:
+            scratch.cleanup()
+        raise typer.Exit(code)
+
+
+def _golden(traces: Path, golden: Path, *, update: bool, partial: bool, code: int) -> int:
+    """Compare the run's traces with (or write them as) the goldens; the exit code after it: a
+    change of behaviour is 4 when the run is otherwise conformant (a failure keeps its own code)."""
+    from conformance.trace.golden import EXIT_GOLDEN, compare_golden, print_golden, update_golden
+
+    if update:
+        written, removed = update_golden(traces, golden, partial=partial)
+        typer.echo(f"golden: wrote {written} scenario traces to {golden}" + (f", removed {removed} stale" if removed else ""))
+        return code
+    result = compare_golden(traces, golden, partial=partial)
+    print_golden(result)
+    return EXIT_GOLDEN if result.changed and code == 0 else code

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             tail = "\n".join(result.output.strip().splitlines()[-20:])
             typer.echo(f"akc smoke: the smoke run produced no report (pytest exit {result.pytest_exit})\n{tail}", err=True)
             raise typer.Exit(1)
-        bad = [r for r in report.requirements if r.verdict not in ("pass", "not-offered")]
+        bad = [r for r in report.requirements if r.verdict not in ("pass", "not-offered", "not-applicable")]
         checks = sum(len(r.checks) for r in report.requirements)
         if not bad and not report.errors and report.requirements:
             typer.echo(
@@ -53,6 +53,12 @@ def register(app: typer.Typer) -> None:
                 f"({', '.join(report.profiles)})"
             )
             raise typer.Exit(0)
+        from conformance.harness.plugin import UNREACHED
+
+        unreached = next((e for e in report.errors if UNREACHED in e), None)
+        if unreached is not None:  # one fault: every smoke check failed for it
+            typer.echo(f"adapter does not work: {unreached.removeprefix('stopped: ')}")
+            raise typer.Exit(1)
         typer.echo(f"adapter does not work: {len(bad)} smoke requirement(s) did not pass — suspect the adapter or basic kernel behaviour before reading the full suite's verdicts")
         for r in bad:
             typer.echo(f"  {r.id} {r.verdict}: {explanation(r)}")

@@ -76,6 +76,8 @@ class SuiteOptions:
     #: ``--expect`` / ``--write-expectations``: expected failures read from / written to this TOML file.
     expect_path: str | None = None
     write_expectations_path: str | None = None
+    #: ``--warn-changed``: an expected failure failing for another reason only warns.
+    warn_changed: bool = False
     extra_args: list[str] = field(default_factory=list)
     #: ``--jobs``: scenarios in flight at once, as that many supervised processes
     #: (:mod:`conformance.harness.shards`); 1 is the one supervised child of old.
@@ -118,12 +120,14 @@ def prepare(options: SuiteOptions) -> Prepared:
     report survives a run that fails or is interrupted."""
     import time
 
+    from conformance.harness import signals
     from conformance.harness.outputs import remove_stale
 
     started = time.perf_counter()
     for path in (options.json_path, options.junit_path, options.markdown_path):
         if path:
             remove_stale(path)
+    signals.run_began()
     info, profiles = validate(options)
     return Prepared(info=info, profiles=profiles, started=started)
 
@@ -151,11 +155,8 @@ def validate(options: SuiteOptions) -> tuple[Any, list[str]]:
         from conformance.report.expectations import load as load_expectations
 
         load_expectations(options.expect_path, catalog.ids() if catalog is not None else None)
-    check_output_paths(json=options.json_path, junit=options.junit_path, markdown=options.markdown_path, traces=options.traces_dir)
-    if options.write_expectations_path:
-        from conformance.harness.outputs import check_report_path
-
-        check_report_path("--write-expectations", options.write_expectations_path)
+    check_output_paths(json=options.json_path, junit=options.junit_path, markdown=options.markdown_path, traces=options.traces_dir,
+                       expectations=options.write_expectations_path)
     if not options.timeout_scale > 0 or options.timeout_scale == float("inf"):
         raise UsageError(f"--timeout-scale {options.timeout_scale}: must be a positive number (e.g. 2 on a slow machine)")
     if options.jobs < 1:
@@ -246,6 +247,8 @@ def pytest_args(options: SuiteOptions) -> list[str]:
         args += ["--akc-traces", str(options.traces_dir)]
     if options.expect_path:
         args += ["--akc-expect", str(options.expect_path)]
+        if options.warn_changed:
+            args.append("--akc-warn-changed")
     if options.write_expectations_path:
         args += ["--akc-write-expectations", str(options.write_expectations_path)]
     return args + list(options.extra_args)

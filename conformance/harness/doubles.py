@@ -5,9 +5,9 @@ Everything they see goes into ONE ordered observation log (a list of dicts, each
 ``seq``), so a check can ask "what happened, in what order" without trusting the kernel. The
 event kinds and their fields:
 
-* ``model_request`` (index, request, turn; ``request["messages"]`` is a read-only
+* ``model_request`` (index, request, turn, and ``dialect`` for a call over HTTP; ``request["messages"]`` is a read-only
   :class:`LoggedMessages`, list-like) / ``model_response`` (index, chunks) /
-  ``model_error`` (index, status, message) / ``script_exhausted`` (index)
+  ``model_error`` (index, status, message, error_kind) / ``script_exhausted`` (index)
 * ``tool_start`` (call_id, name, args, turn) / ``tool_end`` (call_id, name, args, turn, result
   or error, cancelled)
 * ``hook`` (hook_id, point, payload, turn, outcome, occurrence)
@@ -18,12 +18,17 @@ event kinds and their fields:
   ``finish_order_unmet`` (call_id, waited_for): it did not even start while this call waited (a
   kernel running the calls one at a time; the order cannot be forced: not a failure)
 * ``unknown_tool`` / ``unknown_hook``
+* ``hook_returned`` (hook_id, point, occurrence, turn, other_turn): a held hook dispatch
+  (``Scenario.hold_hooks``) returned; ``other_turn`` says whether another turn showed up meanwhile
 * ``hold_timeout`` (call_id, group): the first call of a ``hold_first`` group waited in vain
   for another to start (the calls ran one at a time: not a failure)
 * ``submit`` (message): the harness submitted user message ``message`` to the kernel (through
   ``run_user_messages``); ``submission_timeout`` (call_id, message): a held call gave up waiting
 * ``journal_write`` (op, record, turn): a write the kernel made to its journal, as its adapter
   reported it (``Doubles.journal_write``)
+* ``http_rejected`` (status, path, message): the served model (``conformance.httpmodel.host``)
+  refused a request it could not take as a model call (wrong key, unreadable body) /
+  ``http_stray`` (method, path): a request that came after its scenario had ended
 
 Model responses that must be cancelled (``block_until_cancelled``, or the call a
 ``CancelAt(at="model_call")`` names) stream their *text* chunks (``chunks`` of them), then — for a
@@ -50,7 +55,7 @@ from typing import Any, overload
 import anyio
 
 from conformance.boundary.adapter import JSON, ModelCallError, ToolFailed
-from conformance.boundary.scenario import ModelResponse, Scenario, ScriptedToolCall, ToolDef
+from conformance.boundary.scenario import ModelError, ModelResponse, Scenario, ScriptedToolCall, ToolDef
 
 #: Upper bound (seconds) for a rendezvous or finish-order wait; it never exceeds half the
 #: scenario's timeout so that a failed rendezvous is reported as such, not as a hang.
@@ -60,8 +65,24 @@ RENDEZVOUS_TIMEOUT_S = 2.0
 #: concurrent kernel starts its calls within microseconds; a window missed on a loaded machine
 #: only makes a check less sharp (the calls finish in the order asked), never wrong.
 FINISH_ORDER_START_WINDOW_S = 0.25
+#: How long a held hook dispatch (``Scenario.hold_hooks``) waits for another turn to show up. A
+#: kernel that lets a waiting turn run does so within microseconds of releasing it; a correct
+#: kernel makes the dispatch wait the whole window (the cost of the check).
+HOOK_HOLD_WINDOW_S = 0.25
 
 EXHAUSTED_TEXT = "(script exhausted)"
+#: A model asked this many times past the end of its script answers a plain text each time; past
+#: that, every call fails (status 500). A kernel that never stops asking (implicit done detection
+#: off) then ends on a model error with the violation in the log, instead of spinning until the
+#: scenario's timeout, which reads as "incomplete" for a kernel still making progress (issue 21).
+EXHAUSTED_GRACE = 10
+
+
+def exhausted_response(past_end: int) -> ModelResponse:
+    """What the ``past_end``-th call (0-based) past the end of the script gets."""
+    if past_end < EXHAUSTED_GRACE:
+        return ModelResponse(text=EXHAUSTED_TEXT)
+    return ModelResponse(error=ModelError(status=500, message=f"the model script is exhausted ({past_end + 1} calls past its end)"))
 
 
 class HookRaised(RuntimeError):
@@ -284,12 +305,17 @@ class HarnessDoubles:
         self._tools: dict[str, ToolDef] = {t.name: t for t in scenario.tools}
         self._hooks = {h.id: h for h in scenario.hooks}
         self._model_calls = 0
+        #: This scenario's model served over HTTP (``conformance.httpmodel.host.HttpModel``:
+        #: ``base_url(dialect)``, ``api_key``), set by the harness before the adapter runs.
+        self.http_model: Any = None
         self._message_memo: dict[int, tuple[Any, Any]] = {}
         #: The copies of every model request's messages, by position (``_snapshot_request``).
         self._positions = _Positions()
         self._positions_lock = threading.Lock()  # as the log's: an adapter may call from threads
         self._approvals = 0
         self._hook_counts: dict[str, int] = {}
+        self._point_counts: dict[str, int] = {}
+        self._held_turn: Any = None  # the turn whose hook dispatch is held (hold_hooks)
         self._cancellers: dict[int, Callable[[], Awaitable[None] | None]] = {}
         self._cancelled = False
         # In-flight bookkeeping for the hang diagnostic.
@@ -307,11 +333,27 @@ class HarnessDoubles:
 
     # ----------------------------------------------------------------- bookkeeping
 
-    def _activity(self) -> None:
+    def _activity(self, turn: Any = None) -> None:
         """The kernel did something (a hook, a model request, a tool start): the turn of the
-        message submitted last is running."""
+        message submitted last is running; a held hook dispatch of another turn may return."""
         if self._submitted is not None:
             self._event(f"activity:{self._submitted}").set()
+        if self._held_turn is not None and isinstance(turn, dict) and turn.get("turn_id") not in (None, self._held_turn):
+            self._event("other_turn").set()
+
+    async def _hold_hook(self, hook_id: str, point: str, occurrence: int, turn: Any) -> None:
+        """Hold this dispatch until another turn shows up or HOOK_HOLD_WINDOW_S passes."""
+        self._held_turn = turn.get("turn_id") if isinstance(turn, dict) else None
+        self._events.pop("other_turn", None)
+        self._in_flight[f"hook:{hook_id}"] = f"hook {hook_id} at {point} (held while another turn may start)"
+        try:
+            with anyio.move_on_after(HOOK_HOLD_WINDOW_S):
+                await self._event("other_turn").wait()
+        finally:
+            self._in_flight.pop(f"hook:{hook_id}", None)
+            other = self._event("other_turn").is_set()
+            self._held_turn = None
+            self.log.add("hook_returned", hook_id=hook_id, point=point, occurrence=occurrence, turn=snapshot(turn), other_turn=other)
 
     def _event(self, name: str) -> anyio.Event:
         ev = self._events.get(name)
@@ -328,12 +370,18 @@ class HarnessDoubles:
         return self.log.last_activity
 
     def touch(self) -> None:
-        """The kernel showed a sign of life the log does not record (a wire message)."""
+        """The kernel did something for the scenario the log does not record (it consumed a
+        chunk of a model stream). Never a wire message as such: chatter is not progress."""
         self.log.last_activity = time.monotonic()
 
     @property
     def model_calls(self) -> int:
         return self._model_calls
+
+    @property
+    def scripted_calls(self) -> int:
+        """Model calls the scenario's script covers (``repeat`` unrolled)."""
+        return len(self._script)
 
     # ----------------------------------------------------------------- cancellation
 
@@ -355,12 +403,15 @@ class HarnessDoubles:
 
     # ----------------------------------------------------------------- model
 
-    def model_stream(self, request: JSON, turn: JSON) -> AsyncIterator[JSON]:
-        """The scripted model: one response per call, in script order."""
+    def model_stream(self, request: JSON, turn: JSON, *, dialect: str | None = None) -> AsyncIterator[JSON]:
+        """The scripted model: one response per call, in script order. ``dialect``: the call came
+        over HTTP in that dialect (``conformance.httpmodel``); the log says so, for the checks
+        that judge what a dialect cannot carry."""
         index = self._model_calls
         self._model_calls += 1
-        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn))
-        self._activity()
+        extra = {"dialect": dialect} if dialect is not None else {}
+        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn), **extra)
+        self._activity(turn)
         return self._stream(index)
 
     def _snapshot_request(self, request: JSON) -> JSON:
@@ -416,7 +467,7 @@ class HarnessDoubles:
                 expanded = self._script[index]
             else:
                 self.log.add("script_exhausted", index=index)
-                expanded = _Expanded(ModelResponse(text=EXHAUSTED_TEXT), 0)
+                expanded = _Expanded(exhausted_response(index - len(self._script)), 0)
             r = expanded.response
             text_chunks, rest = self._chunks(expanded, index)
             if cancel_here or r.block_until_cancelled:
@@ -432,11 +483,13 @@ class HarnessDoubles:
                 for chunk in (text_chunks + rest)[: r.error.after_chunks]:
                     sent.append(chunk)
                     yield chunk
-                self.log.add("model_error", index=index, status=r.error.status, message=r.error.message)
-                raise ModelCallError(r.error.status, r.error.message)
+                status = r.error.status if r.error.kind == "http" else None
+                self.log.add("model_error", index=index, status=status, message=r.error.message, error_kind=r.error.kind)
+                raise ModelCallError(status, r.error.message, r.error.kind)
             for chunk in text_chunks + rest:
                 sent.append(chunk)
                 yield chunk
+                self.touch()  # the kernel consumed it and asked for the next
             complete = True
         finally:
             self._in_flight.pop(key, None)
@@ -469,7 +522,7 @@ class HarnessDoubles:
             if call_id in group:
                 self._event(f"any_start:{id(group)}").set()
         self.log.add("tool_start", call_id=call_id, name=name, args=args, turn=snapshot(turn))
-        self._activity()
+        self._activity(turn)
         self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} ({name})"
         end: dict[str, Any] = {"cancelled": True}
         try:
@@ -607,7 +660,11 @@ class HarnessDoubles:
             outcome=outcome,
             occurrence=occurrence,
         )
-        self._activity()
+        self._activity(turn)
+        point_occurrence = self._point_counts.get(point, 0)
+        self._point_counts[point] = point_occurrence + 1
+        if any(h.point == point and h.occurrence == point_occurrence for h in self.scenario.hold_hooks):
+            await self._hold_hook(hook_id, point, point_occurrence, turn)
         cancel = self.scenario.cancel
         if (
             cancel is not None

@@ -91,11 +91,11 @@ def _check_adapter(adapter: Any, where: str) -> Any:
     info = getattr(adapter, "info", None)
     if info is None:
         raise UsageError(f"adapter {where}: the factory returned {type(adapter).__name__}, which has no 'info'")
-    if not isinstance(info, AdapterInfo):
-        try:
-            info = AdapterInfo.model_validate(info if isinstance(info, dict) else dict(info))
-        except (ValidationError, TypeError, ValueError) as exc:
-            raise UsageError(f"adapter {where}: 'info' is not a valid AdapterInfo ({_first_error(exc)})") from None
+    try:
+        info = validated_info(info)
+    except (ValidationError, TypeError, ValueError) as exc:
+        raise UsageError(f"adapter {where}: 'info' is not a valid AdapterInfo ({_first_error(exc)})") from None
+    if not isinstance(adapter.info, AdapterInfo):
         try:
             adapter.info = info
         except AttributeError:
@@ -114,11 +114,22 @@ def _check_adapter(adapter: Any, where: str) -> Any:
     return adapter
 
 
+def validated_info(info: Any) -> AdapterInfo:
+    """A validated copy of an adapter's ``info`` (an AdapterInfo, its dict, or pairs): an
+    AdapterInfo built with ``model_construct`` (or changed since) is validated again, and the
+    copy the run uses cannot change under it."""
+    if isinstance(info, AdapterInfo):
+        info = info.model_dump(warnings=False)
+    return AdapterInfo.model_validate(info if isinstance(info, dict) else dict(info))
+
+
 def adapter_info(adapter: Any) -> AdapterInfo:
-    """The adapter's info as an AdapterInfo (after :func:`check_adapter`); UsageError if reading it raises."""
+    """The adapter's info as the run uses it: a validated copy (:func:`validated_info`);
+    UsageError if reading or validating it fails."""
     try:
-        info = adapter.info
-        return info if isinstance(info, AdapterInfo) else AdapterInfo.model_validate(info)
+        return validated_info(adapter.info)
+    except ValidationError as exc:
+        raise UsageError(f"adapter: 'info' is not a valid AdapterInfo ({_first_error(exc)})") from None
     except Exception as exc:
         raise UsageError(f"adapter: reading its info raised {type(exc).__name__}: {_first_error(exc)}") from None
 

@@ -9,6 +9,7 @@ is a folder.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from conformance.errors import UsageError
@@ -35,15 +36,35 @@ def check_report_path(flag: str, raw: str) -> None:
     if path.exists():
         if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK):
             raise UsageError(f"{flag} {raw}: not writable")
-        return
-    _check_folder_creatable(flag, raw, path.parent)
+    else:
+        _check_folder_creatable(flag, raw, path.parent)
+    if path.parent.is_dir():
+        _probe(flag, raw, path.parent)
 
 
-def check_output_paths(*, json: str | None = None, junit: str | None = None, markdown: str | None = None, traces: str | None = None) -> None:
-    """Raise UsageError (one line naming the flag and the path) for an output that cannot be written."""
-    for flag, raw in (("--json", json), ("--junit", junit), ("--markdown", markdown)):
+def _probe(flag: str, raw: str, folder: Path) -> None:
+    """Create and remove a temp file where the report's temp file will go: permissions do not
+    tell everything (``/proc``, ``/sys``, a read-only or full file system pass ``os.access``)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".akc-probe-", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"{flag} {raw}: cannot write in {folder} ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def check_output_paths(*, json: str | None = None, junit: str | None = None, markdown: str | None = None, traces: str | None = None,
+                       expectations: str | None = None) -> None:
+    """Raise UsageError (one line naming the flag and the path) for an output that cannot be
+    written, or two outputs at one path (each would overwrite the other)."""
+    seen: dict[str, str] = {}
+    for flag, raw in (("--json", json), ("--junit", junit), ("--markdown", markdown), ("--write-expectations", expectations)):
         if raw:
             check_report_path(flag, str(raw))
+            real = os.path.realpath(str(raw))
+            if real in seen:
+                raise UsageError(f"{flag} {raw}: the same file as {seen[real]} (each would overwrite the other)")
+            seen[real] = f"{flag} {raw}"
     if traces:
         path = Path(os.path.realpath(str(traces)))
         if path.exists() and not path.is_dir():

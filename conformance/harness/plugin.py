@@ -65,8 +65,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "explore: hundreds of random examples, shrinking on, failures kept in the run's own temp dir")
     group.addoption("--akc-expect", default=None, metavar="FILE",
                     help="expected failures (TOML): listed results do not fail the run; new ones do, stale ones are reported")
+    group.addoption("--akc-warn-changed", action="store_true", default=False,
+                    help="with --akc-expect: an expected failure failing in other checks or for another reason warns instead of failing the run")
     group.addoption("--akc-write-expectations", default=None, metavar="FILE",
                     help="write this run's non-passing requirements to FILE (for --akc-expect)")
+    group.addoption("--akc-golden", default=None, metavar="DIR",
+                    help="compare every scenario's canonical trace with the goldens in DIR: a change of behaviour exits 4")
+    group.addoption("--akc-update-golden", action="store_true", default=False, help="with --akc-golden DIR: write this run's traces as the goldens")
     group.addoption("--akc-all", action="store_true", default=False, help="show every requirement in the verdict table, not only those that do not pass")
     group.addoption("--akc-no-summary", action="store_true", default=False, help="do not print the verdict table (akc run prints its own)")
 
@@ -118,7 +123,19 @@ class AkcState:
     smoke: bool = False
     #: Consecutive hung / restarted scenarios, and why the run was stopped (the circuit breaker).
     hangs_in_a_row: int = 0
+    #: How the kernel was lost in those scenarios (``lost_how``).
+    lost_how: set[str] = field(default_factory=set)
     stopped: str | None = None
+    #: Model calls the scenarios run so far scripted, and the model requests that reached the
+    #: harness (a kernel whose model calls never arrive is not wired to the harness's model).
+    scripted_calls: int = 0
+    reached_calls: int = 0
+    unreached_runs: int = 0
+    refused_requests: list[str] = field(default_factory=list)
+    #: The dialects the kernel's model calls came in over HTTP (``doubles.http_model.used``).
+    dialects_used: set[str] = field(default_factory=set)
+    #: id of each scenario run's doubles → the item that ran it (to place HTTP strays).
+    doubles_items: dict[int, str] = field(default_factory=dict)
     #: The scenario an interruption (signal, os._exit in a supervised child) landed in.
     interrupted_in: str | None = None
     progress: Any = None
@@ -132,6 +149,12 @@ class AkcState:
     collect_errors: list[str] = field(default_factory=list)
     #: ``--akc-traces``: the folder each scenario's canonical trace is written to.
     traces_dir: str | None = None
+    #: ``--akc-golden``: the goldens compared after the run (conformance.trace.golden), whether
+    #: to rewrite them, the run's own traces folder when none was asked for, and the result.
+    golden_dir: str | None = None
+    update_golden: bool = False
+    golden_scratch: Any = None
+    golden_result: Any = None
     #: The node id of the item running now, and the last ScenarioRun it made.
     current: str | None = None
     last_run: Any = None
@@ -176,15 +199,64 @@ class AkcState:
         and count hangs in a row for the circuit breaker."""
         if self.current is not None:
             self.last_run = run
+        self._tally_model_calls(run)
         if getattr(run, "timed_out", False) or getattr(run, "lost_kernel", False):
             self.hangs_in_a_row += 1
+            self.lost_how.add(lost_how(run))
         else:
             self.hangs_in_a_row = 0
+            self.lost_how = set()
         if self.max_hangs and self.hangs_in_a_row >= self.max_hangs and self.stopped is None:
+            how = sorted(self.lost_how)
             self.stopped = (
-                f"stopped after {self.hangs_in_a_row} consecutive scenarios in which the kernel hung or its "
-                f"process died (circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
+                f"stopped after {self.hangs_in_a_row} consecutive scenarios in which the kernel "
+                f"{', '.join(how[:-1]) + ' or ' + how[-1] if len(how) > 1 else how[0]} "
+                f"(circuit breaker, --max-hangs {self.max_hangs}); the rest did not run"
             )
+
+    def _tally_model_calls(self, run: Any) -> None:
+        """Count what the scenarios scripted and what reached the harness: a run in which
+        scenarios ran to an end and no model call ever arrived says so once, at the head of the
+        report (``unreached_message``). The verdicts stay: from the harness's side a kernel
+        pointed at a model of its own and a kernel that does nothing look the same (no model
+        call), and the second must fail."""
+        doubles = getattr(run, "doubles", None)
+        served = getattr(doubles, "http_model", None)
+        if served is not None:
+            self.dialects_used |= served.used
+        scripted = getattr(doubles, "scripted_calls", 0)
+        if not scripted:
+            return
+        self.scripted_calls += scripted
+        self.reached_calls += doubles.model_calls
+        self.refused_requests += [f"{e['status']} {e['message']}" for e in doubles.log.of("http_rejected")]
+        result = getattr(run, "result", None)
+        if result is not None and result.rejected is None and doubles.model_calls == 0:
+            self.unreached_runs += 1
+
+    def unreached_message(self) -> str:
+        refused = ""
+        if self.refused_requests:
+            refused = f" ({len(self.refused_requests)} HTTP request(s) were refused, the first: {self.refused_requests[0]})"
+        return (
+            f"{self.reached_calls} of {self.scripted_calls} {UNREACHED}{refused}; the kernel must call "
+            "the model the harness serves (doubles.model_stream or the HTTP base URL in the run request; docs/http-kernels.md)"
+        )
+
+
+#: The words of that message a command can look for (``akc smoke`` makes it its headline).
+UNREACHED = "model requests reached the harness"
+
+
+def lost_how(run: Any) -> str:
+    """How a scenario lost the kernel, for the circuit breaker's message: it hung, its process
+    died, or it broke the protocol (its connection was dropped: invalid UTF-8, a wrong seq…)."""
+    if getattr(run, "timed_out", False):
+        return "hung"
+    error = getattr(run, "error", None) or ""
+    if "the kernel process " in error or "event loop had stopped" in error:
+        return "died"
+    return "broke the protocol" if "WireError" in error else "was lost"
 
 
 def take_strays(state: AkcState, adapter: Any) -> None:
@@ -202,6 +274,37 @@ def take_strays(state: AkcState, adapter: Any) -> None:
             state.collect_errors.append(message)
 
 
+def take_http_strays(state: AkcState, host: Any) -> None:
+    """Model requests that came over HTTP for a scenario that had ended: an ``error`` of that
+    scenario's check, as a stdio stray is."""
+    for doubles, what in host.take_strays() if host is not None else []:
+        check = state.checks.get(state.doubles_items.get(id(doubles), ""))
+        message = f"stray HTTP request from the kernel for this scenario: {what}"
+        if check is not None:
+            check.worsen("error", message)
+        else:
+            state.collect_errors.append(message)
+
+
+def charge(req_id: str, message: str) -> None:
+    """Charge a fault that names its requirement to that requirement, whatever scenario saw it
+    (blame follows the fault, not the clock): a failing check of ``req_id`` under the running
+    item's feature and scenario. Reported even when ``--req`` did not select ``req_id``."""
+    from conformance.report.verdicts import Check
+
+    state = current_state()
+    seen = state.checks.get(state.current or "")
+    key = f"{state.current} (charged to {req_id})"
+    check = state.checks.get(key)
+    if check is None:
+        check = state.checks[key] = Check(
+            [req_id], seen.feature if seen else "", seen.scenario if seen else "", profiles=list(state.profiles), charged=True,
+        )
+    selected = state.req_filter is None or req_id in state.req_filter
+    check.worsen("fail", f"seen in this scenario, charged to {req_id}: {message}"
+                 + ("" if selected else f" ({req_id} was not selected with --req; reported all the same)"))
+
+
 def _recording_runner(state: AkcState) -> PortalRunner:
     """A PortalRunner that hands every ScenarioRun of ``run`` (a hang included) to
     ``state.record`` (for the traces)."""
@@ -216,8 +319,11 @@ def _recording_runner(state: AkcState) -> PortalRunner:
             seq = getattr(adapter, "seq", None)
             if isinstance(seq, int) and state.current is not None:
                 state.seq_items[seq] = state.current
+            if state.current is not None:
+                state.doubles_items[id(result.doubles)] = state.current
             state.record(result)
             take_strays(state, adapter)
+            take_http_strays(state, self.host)
             return result
 
     return RecordingRunner(state.backend, state.timeout_cap_s, timeout_scale=state.timeout_scale).start()
@@ -325,7 +431,8 @@ def build_state(config: pytest.Config) -> AkcState:
     if config.getoption("akc_expect", None):
         from conformance.report.expectations import load as load_expectations
 
-        expectations = load_expectations(config.getoption("akc_expect"), catalog.ids() if catalog is not None else None)
+        expectations = load_expectations(config.getoption("akc_expect"), catalog.ids() if catalog is not None else None,
+                                         warn_changed=bool(config.getoption("akc_warn_changed", False)))
     adapter = load_adapter(spec)
     info = adapter_info(adapter)
     claimed = [p for p in PROFILES if p in info.profiles]
@@ -350,9 +457,35 @@ def build_state(config: pytest.Config) -> AkcState:
         timeout_scale=_scale(config.getoption("akc_timeout_scale")),
         max_hangs=_max_hangs(config.getoption("akc_max_hangs")),
         smoke=config.getoption("akc_smoke"),
-        traces_dir=config.getoption("akc_traces", None),
         expectations=expectations,
+        **_golden_options(config),
     )
+
+
+def _golden_options(config: pytest.Config) -> dict[str, Any]:
+    """``--akc-traces``, and ``--akc-golden DIR`` (checked now, before anything runs) with a
+    traces folder of its own when none was asked for."""
+    traces = config.getoption("akc_traces", None)
+    golden = config.getoption("akc_golden", None)
+    update = bool(config.getoption("akc_update_golden", False))
+    if golden is None:
+        if update:
+            raise pytest.UsageError("--akc-update-golden needs --akc-golden DIR")
+        return {"traces_dir": traces}
+    from conformance.errors import UsageError
+    from conformance.trace.golden import check_folder
+
+    try:
+        check_folder(golden, update=update)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    out: dict[str, Any] = {"golden_dir": str(golden), "update_golden": update, "traces_dir": traces}
+    if not traces:
+        import tempfile
+
+        scratch = tempfile.TemporaryDirectory(prefix="akc-golden-")
+        out.update(golden_scratch=scratch, traces_dir=scratch.name)
+    return out
 
 
 def _scale(value: float | None) -> float:
@@ -849,6 +982,8 @@ def classify(report: pytest.TestReport, call: pytest.CallInfo[Any]) -> tuple[str
         reason = reason.removeprefix("Skipped: ")
         if reason.startswith("not offered"):
             return "not-offered", reason
+        if reason.startswith("blocked by "):
+            return "blocked", reason
         return "incomplete", reason or "skipped"
     excinfo = call.excinfo
     if excinfo is None:
@@ -906,7 +1041,7 @@ def keep_trace(state: AkcState, check: Check, run: Any) -> None:
         return
     from conformance.trace.canonical import build_trace, dump, trace_filename
 
-    trace = build_trace(run, feature=check.feature, scenario=check.scenario, info=state.info)
+    trace = build_trace(run, feature=check.feature, scenario=check.scenario, info=state.info, requirements=check.requirement_ids)
     if failed:
         state.failed_traces[(check.feature, check.scenario)] = trace
     if state.traces_dir:
@@ -930,13 +1065,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     if check is None:
         return
     report: pytest.TestReport = outcome.get_result()
-    from conformance.errors import Unsupported
+    from conformance.errors import Blocked, Unsupported
 
-    if call.excinfo is not None and report.when == "call" and call.excinfo.errisinstance(Unsupported):
+    fault = _innermost(call.excinfo.value) if call.excinfo is not None else None
+    if isinstance(fault, Blocked) and report.when == "call":
+        # Another requirement's subject did not happen: shown as a skip, counted as blocked.
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, str(fault))
+    elif call.excinfo is not None and report.when == "call" and call.excinfo.errisinstance(Unsupported):
         # The adapter cannot express the scenario: shown as a skip, counted as incomplete.
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"incomplete: {call.excinfo.value}")
     result, message = classify(report, call)
+    result, message = _charge_malformed(state.last_run, report, call, result, message)
     if result == "pass" and report.when != "call":
         return  # a passing setup or teardown is not a passing check: only a call that ran to its end is
     if message and result in ("fail", "error") and item.nodeid in state.step:
@@ -945,7 +1086,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         check.evidence = list(state.evidence_log(item.nodeid).lines)
         if result == "pass" and not check.evidence:
             result, message = "error", "the check passed without recording evidence that its situation happened (a defect of the suite)"
-    check.worsen(result, message)
+    check.worsen(
+        result,
+        message,
+        blocked_by=getattr(fault, "by", ()) if result == "blocked" else (),
+        subject=getattr(fault, "subject", ()) if result == "fail" else (),
+    )
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The exception a check raised, out of any one-member exception groups around it."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _charge_malformed(run: Any, report: pytest.TestReport, call: pytest.CallInfo[Any], result: str, message: str | None) -> tuple[str, str | None]:
+    """A record the kernel produced held a value of the wrong type (``ScenarioRun.malformed``) and
+    this check broke on it, or failed: the kernel's failure of the requirement the check reads it
+    for, never an error of the suite (docs/adapter.md, "Wrong types")."""
+    from conformance.errors import HarnessError
+
+    malformed = getattr(run, "malformed", None)
+    if not malformed or report.when != "call" or result not in ("fail", "error"):
+        return result, message
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if result == "error" and isinstance(exc, HarnessError):
+        return result, message
+    shown = "; ".join(malformed[:3]) + (f"; and {len(malformed) - 3} more" if len(malformed) > 3 else "")
+    return "fail", f"the kernel produced a value of the wrong type: {shown} ({message})"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -988,16 +1157,34 @@ def finish_run(session: pytest.Session, exitstatus: int) -> None:
         code, why = ended
         state.report.errors.append(why)
         state.report.exit_code = code
+    elif state.golden_dir and state.traces_dir:
+        finish_golden(state)
     write_reports(
         state.report,
         json_path=config.getoption("akc_json"),
         junit_path=config.getoption("akc_junit"),
         markdown_path=config.getoption("akc_markdown"),
+        expectations_path=config.getoption("akc_write_expectations", None),
+        previous=state.expectations,
     )
-    if config.getoption("akc_write_expectations", None):
-        from conformance.report.expectations import write as write_expectations
 
-        write_expectations(state.report, config.getoption("akc_write_expectations"), state.expectations)
+
+def finish_golden(state: AkcState) -> None:
+    """``--akc-golden``: compare the run's traces with the goldens (or rewrite them); a change of
+    behaviour exits 4 when the run is otherwise conformant."""
+    from conformance.trace.golden import EXIT_GOLDEN, compare_golden, update_golden
+
+    partial = bool(state.req_filter or state.smoke)
+    assert state.report is not None and state.golden_dir and state.traces_dir
+    if state.update_golden:
+        update_golden(state.traces_dir, state.golden_dir, partial=partial)
+    else:
+        state.golden_result = compare_golden(state.traces_dir, state.golden_dir, partial=partial)
+        if state.golden_result.changed and state.report.exit_code == 0:
+            state.report.exit_code = EXIT_GOLDEN
+    if state.golden_scratch is not None:
+        state.golden_scratch.cleanup()
+        state.golden_scratch = None
 
 
 def abnormal_end(state: AkcState, exitstatus: int) -> tuple[int, str] | None:
@@ -1029,6 +1216,9 @@ def build_report(state: AkcState) -> Report:
     if state.smoke:  # a smoke run reports only what the smoke scenarios check
         covered = {i for c in state.checks.values() for i in c.requirement_ids}
         selected = sorted(covered & set(selected)) if selected is not None else sorted(covered)
+    charged = {i for c in state.checks.values() if getattr(c, "charged", False) for i in c.requirement_ids}
+    if selected is not None and charged - set(selected):  # a fault is reported under the requirement it names
+        selected = sorted(set(selected) | charged)
     verdicts = compute(
         state.catalog.requirements if state.catalog is not None else None,
         list(state.checks.values()),
@@ -1045,6 +1235,8 @@ def build_report(state: AkcState) -> Report:
                     c.trace = state.failed_traces.get((c.feature, c.scenario))
     info = state.info
     code = verdicts.exit_code
+    if getattr(state, "unreached_runs", 0) and not state.reached_calls:  # (a crashed child's state has no tally)
+        state.collect_errors.insert(0, state.unreached_message())
     if state.collect_errors and code == 0:
         code = 3
     report = Report(
@@ -1052,6 +1244,7 @@ def build_report(state: AkcState) -> Report:
         kernel=KernelInfo(
             name=info.name, version=info.version, language=info.language, profiles=list(info.profiles),
             capabilities=list(info.capabilities), readings=dict(info.readings), mechanisms=dict(info.mechanisms),
+            dialects=list(getattr(info, "dialects", [])), dialects_used=sorted(getattr(state, "dialects_used", ())),
         ),
         profiles=list(state.profiles),
         requirements=verdicts.requirements,
@@ -1075,7 +1268,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash[STATE_KEY]
     if state.report is None:
         return
-    if state.report.exit_code not in (0, 1, 3) or state.stopped:
+    if state.report.exit_code not in (0, 1, 3, 4) or state.stopped:
         terminalreporter.section("agent kernel conformance")
         terminalreporter.write_line(state.report.errors[-1] if state.report.errors else "the run did not finish")
         return
@@ -1083,3 +1276,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
     terminalreporter.section("agent kernel conformance")
     terminalreporter.write(render_table(state.report, all_rows=config.getoption("akc_all", False)))
+    if state.golden_result is not None:
+        import io
+
+        from rich.console import Console
+
+        from conformance.trace.golden import print_golden
+
+        console = Console(file=io.StringIO(), width=terminalreporter._tw.fullwidth, color_system=None)
+        print_golden(state.golden_result, console)
+        terminalreporter.write(console.file.getvalue())  # type: ignore[attr-defined]

@@ -10,14 +10,17 @@ the loop — the caller abandons that loop at once (it never waits on it again: 
 portal waits as long as the block) and the next scenario gets a fresh one. If the loop still beats,
 its own timeout fires; the caller waits a short grace for it, then abandons the loop anyway.
 
-A timeout is the kernel's hang only if it stopped making progress: when the doubles (or the wire)
-saw activity shortly before the time ran out, the kernel is slow, not hung, and the scenario is
-``incomplete`` ("raise with --timeout-scale"), never ``fail``.
+A timeout is the kernel's hang only if it stopped making progress: when the doubles saw it do
+something for the scenario shortly before the time ran out (a model request, a chunk consumed, a
+tool call, a hook dispatch, a journal write), the kernel is slow, not hung, and the scenario is
+``incomplete`` ("raise with --timeout-scale"), never ``fail``. Chatter is not progress: a wire
+message as such (a ``$/`` ping from a thread of a kernel deadlocked in its turn) counts for nothing.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,8 +30,18 @@ import anyio
 from anyio.from_thread import BlockingPortal
 from pydantic import BaseModel, ValidationError
 
-from conformance.boundary.adapter import RunResult
+from conformance.boundary.adapter import (
+    MessageRecord,
+    Outcome,
+    RunResult,
+    SessionRecord,
+    Span,
+    ToolCallRecord,
+    TurnRecord,
+    UsageEvent,
+)
 from conformance.harness.doubles import HarnessDoubles
+from conformance.httpmodel.host import ModelHost
 from conformance.errors import Unsupported, show
 from conformance.boundary.scenario import Scenario
 
@@ -65,7 +78,13 @@ class ScenarioRun:
     #: circuit breaker like a hang.
     lost_kernel: bool = False
     duration_s: float = 0.0
+    #: The real time (``time.time()``) when the adapter was called and when it returned: the
+    #: window in which a kernel reading the real clock made its ids (IDENT-005).
+    wall_window: tuple[float, float] = (0.0, 0.0)
     doubles: HarnessDoubles | None = field(default=None, repr=False)
+    #: Fields of records the kernel produced with a wrong type or missing ("journal.tool_calls[0]
+    #: .approval: ..."): a check that reads one fails (docs/adapter.md, "Wrong types").
+    malformed: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -77,7 +96,8 @@ def _describe_event(e: dict[str, Any]) -> str:
     if kind == "hook":
         return f"hook {e['hook_id']} at {e['point']}"
     if kind in ("tool_start", "tool_end"):
-        return f"{kind} {e['call_id']} ({e['name']})"
+        name = str(e["name"])
+        return f"{kind} {e['call_id']} ({name if len(name) <= 80 else name[:79] + '…'})"
     if kind in ("model_request", "model_response", "script_exhausted", "model_error"):
         return f"{kind} #{e['index']}"
     return kind
@@ -107,20 +127,87 @@ def _validation_message(exc: ValidationError) -> str:
     return f"field {loc}: {err.get('msg')}"
 
 
-def validate_result(raw: Any) -> RunResult:
-    """The adapter's return value as a RunResult; raises ValueError naming the bad field."""
-    if isinstance(raw, RunResult):
-        data: Any = raw.model_dump()
-    elif isinstance(raw, BaseModel):
-        data = raw.model_dump()
-    elif isinstance(raw, dict):
-        data = raw
-    else:
-        raise ValueError(f"adapter.run returned {type(raw).__name__}, not a RunResult")
+#: Where a RunResult holds records the kernel itself produced (001's journal records, outcomes,
+#: usage events, spans), by location, with their model. A value of the wrong type in a field of
+#: one (an approval stored as a boolean) is the kernel's, not the adapter's (docs/adapter.md,
+#: "Wrong types").
+KERNEL_RECORDS: dict[tuple[str, ...], type[BaseModel]] = {
+    ("journal", "sessions"): SessionRecord,
+    ("journal", "turns"): TurnRecord,
+    ("journal", "messages"): MessageRecord,
+    ("journal", "tool_calls"): ToolCallRecord,
+    ("journal", "usage"): UsageEvent,
+    ("outcomes",): Outcome,
+    ("usage",): UsageEvent,
+    ("spans",): Span,
+}
+
+
+#: Fields of those records that are the adapter's bookkeeping, not the kernel's values: an
+#: outcome's ``message`` says which user message it answers.
+ADAPTER_FIELDS: dict[tuple[str, ...], frozenset[str]] = {("outcomes",): frozenset({"message"})}
+
+
+def _kernel_record(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel]] | None:
+    """The kernel record an error lies *in a field of* (its location and model), if any."""
+    for where, model in KERNEL_RECORDS.items():
+        n = len(where)
+        if tuple(loc[:n]) == where and len(loc) > n + 1 and isinstance(loc[n], int):
+            if loc[n + 1] in ADAPTER_FIELDS.get(where, ()):
+                return None
+            return tuple(loc[: n + 1]), model
+    return None
+
+
+def _show_path(loc: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def lenient_result(raw: Any) -> tuple[RunResult, list[str]]:
+    """The adapter's return value as a RunResult, and what in it the kernel produced with a wrong
+    type or without a field the seeds define ("journal.tool_calls[0].approval: ..."). Such a
+    record is kept as the kernel made it (unvalidated), so the check that reads the field fails on
+    it and no other check is affected. ValueError naming the bad field when the adapter's own
+    wrapping is malformed (a list that is not a list, a record that is not an object)."""
+    data = _result_data(raw)
     try:
-        return RunResult.model_validate(data)
+        return RunResult.model_validate(data), []
+    except ValidationError as exc:
+        errors = exc.errors()
+    records: dict[tuple[Any, ...], type[BaseModel]] = {}
+    malformed = []
+    for err in errors:
+        found = _kernel_record(tuple(err.get("loc", ())))
+        if found is None:
+            raise ValueError(f"adapter.run returned a malformed RunResult ({_validation_message_of(err)})") from None
+        records[found[0]] = found[1]
+        shown = f"{_show_path(tuple(err['loc']))}: {err.get('msg')}"
+        malformed.append(shown if err.get("type") == "missing" else f"{shown} (the kernel produced {err.get('input')!r})")
+    data = copy.deepcopy(data)
+    for where, model in records.items():
+        parent = data
+        for part in where[:-1]:
+            parent = parent[part]
+        parent[where[-1]] = model.model_construct(**parent[where[-1]])
+    try:
+        return RunResult.model_validate(data), malformed
     except ValidationError as exc:
         raise ValueError(f"adapter.run returned a malformed RunResult ({_validation_message(exc)})") from None
+
+
+def _validation_message_of(err: Any) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+    return f"field {loc}: {err.get('msg')}"
+
+
+def _result_data(raw: Any) -> Any:
+    if isinstance(raw, RunResult):
+        return raw.model_dump()
+    if isinstance(raw, BaseModel):
+        return raw.model_dump()
+    if isinstance(raw, dict):
+        return raw
+    raise ValueError(f"adapter.run returned {type(raw).__name__}, not a RunResult")
 
 
 def _timed_out(run: ScenarioRun, snapshot: dict[str, str]) -> None:
@@ -158,15 +245,20 @@ def _base_exception_message(exc: BaseException) -> str:
     )
 
 
-async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoubles | None = None) -> ScenarioRun:
+async def run_scenario(
+    adapter: Any, scenario: Scenario, *, doubles: HarnessDoubles | None = None, host: ModelHost | None = None
+) -> ScenarioRun:
     """Run ``scenario`` through ``adapter`` under its hard timeout (read before the adapter runs:
-    an adapter that changes the scenario it is given is reported, and cannot extend its time)."""
+    an adapter that changes the scenario it is given is reported, and cannot extend its time).
+    The scenario's model is served over HTTP by ``host`` (the event loop's; without one, a host
+    serves this scenario alone) as ``doubles.http_model``."""
     doubles = doubles or HarnessDoubles(scenario)
     run = ScenarioRun(scenario=scenario, doubles=doubles)
     run.log = doubles.log.events
     limit_s = float(scenario.timeout_s)
     before = scenario.model_dump()
     started = time.perf_counter()
+    wall_start = time.time()
     raw: Any = None
     # A watchdog task snapshots what is in flight *before* the cancellation unwinds it.
     snapshot: dict[str, str] = {}
@@ -177,8 +269,12 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
         snapshot["slow" if slow else "diagnostic"] = slow or hang_diagnostic(scenario, doubles, limit_s, adapter)
         scope.cancel()
 
+    served = None
     try:
         async with anyio.create_task_group() as tg:
+            if host is None:
+                host = await tg.start(ModelHost().serve)
+            served = host.open(doubles)
             tg.start_soon(watchdog, tg.cancel_scope)
             raw = await adapter.run(scenario, doubles)
             tg.cancel_scope.cancel()
@@ -204,6 +300,9 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
                 run.lost_kernel = True
     finally:
         run.duration_s = time.perf_counter() - started
+        run.wall_window = (wall_start, time.time())
+        if served is not None and host is not None:
+            host.close(served)
     try:
         changed = sorted(k for k, v in scenario.model_dump().items() if before.get(k) != v)
     except Exception:  # noqa: BLE001 - the adapter broke the scenario object itself
@@ -215,7 +314,7 @@ async def run_scenario(adapter: Any, scenario: Scenario, *, doubles: HarnessDoub
         )
     if not (run.timed_out or run.error or run.unsupported):
         try:
-            run.result = validate_result(raw)
+            run.result, run.malformed = lenient_result(raw)
         except ValueError as exc:
             run.error = str(exc)
     missing = doubles.log.of("cancel_missing")
@@ -242,6 +341,8 @@ class PortalRunner:
         #: otherwise pay the whole grace in every run of every such scenario).
         self.grace_s = BACKSTOP_GRACE_S if timeout_cap_s is None else min(BACKSTOP_GRACE_S, timeout_cap_s)
         self._portal: BlockingPortal | None = None
+        #: The current loop's served model (every scenario's model double over HTTP).
+        self.host: ModelHost | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
@@ -272,6 +373,7 @@ class PortalRunner:
         async def main() -> None:
             async with BlockingPortal() as portal, anyio.create_task_group() as tg:
                 tg.start_soon(heartbeat, portal)
+                self.host = await tg.start(ModelHost().serve)
                 self._portal = portal
                 self._ready.set()
                 await portal.sleep_until_stopped()
@@ -320,7 +422,7 @@ class PortalRunner:
         limit_s = float(scenario.timeout_s)
         doubles = HarnessDoubles(scenario, rendezvous_timeout_s=rendezvous_timeout_s)
         try:
-            future = self.portal.start_task_soon(_run_with, adapter, scenario, doubles)
+            future = self.portal.start_task_soon(_run_with, adapter, scenario, doubles, self.host)
         except RuntimeError as exc:  # the loop died under a previous scenario
             self._abandon()
             run = ScenarioRun(scenario=scenario, doubles=doubles, log=doubles.log.events, lost_kernel=True)
@@ -380,8 +482,8 @@ class PortalRunner:
             self._thread.join(timeout=5)
 
 
-async def _run_with(adapter: Any, scenario: Scenario, doubles: HarnessDoubles) -> ScenarioRun:
-    return await run_scenario(adapter, scenario, doubles=doubles)
+async def _run_with(adapter: Any, scenario: Scenario, doubles: HarnessDoubles, host: ModelHost | None) -> ScenarioRun:
+    return await run_scenario(adapter, scenario, doubles=doubles, host=host)
 
 
 def run_sync(adapter: Any, scenario: Scenario, backend: str = "asyncio") -> ScenarioRun:

@@ -366,7 +366,8 @@ def merge(options: Any, prepared: Any, parts: list[dict[str, Any]], signum: int 
     if options.expect_path:
         from conformance.report.expectations import load as load_expectations
 
-        expectations = load_expectations(options.expect_path, catalog.ids() if catalog is not None else None)
+        expectations = load_expectations(options.expect_path, catalog.ids() if catalog is not None else None,
+                                         warn_changed=options.warn_changed)
     checks: dict[str, Any] = {}
     failed_traces: dict[Any, Any] = {}
     errors: list[str] = []
@@ -396,12 +397,13 @@ def merge(options: Any, prepared: Any, parts: list[dict[str, Any]], signum: int 
 def _write(options: Any, report: Any) -> None:
     from conformance.report.writers import write_reports
 
-    write_reports(report, json_path=options.json_path, junit_path=options.junit_path, markdown_path=options.markdown_path)
-    if options.write_expectations_path:  # as the plugin does, interrupted or not
-        from conformance.report.expectations import load as load_expectations, write as write_expectations
+    previous = None
+    if options.write_expectations_path and options.expect_path:  # as the plugin does, interrupted or not
+        from conformance.report.expectations import load as load_expectations
 
-        previous = load_expectations(options.expect_path, None) if options.expect_path else None
-        write_expectations(report, options.write_expectations_path, previous)
+        previous = load_expectations(options.expect_path, None)
+    write_reports(report, json_path=options.json_path, junit_path=options.junit_path, markdown_path=options.markdown_path,
+                  expectations_path=options.write_expectations_path, previous=previous)
 
 
 def _move_traces(shards: list[_Shard], target: str) -> None:

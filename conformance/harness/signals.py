@@ -15,6 +15,11 @@ from typing import Any
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 _received: int | None = None
+#: Set once a run has cleared its report paths (``certify.prepare``): from then on the run
+#: itself says what an interruption means for its reports.
+_run_began = False
+#: A signal the CLI's start-up handler caught (``conformance.cli``), before or after a run.
+_early: int | None = None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -40,6 +45,40 @@ def note(signum: int) -> None:
     global _received
     if _received is None:
         _received = signum
+
+
+def cli_ended() -> None:
+    """An ``akc`` command ended in this process (a test's): the next one starts afresh."""
+    global _run_began, _early
+    _run_began, _early = False, None
+
+
+def early_note(signum: int, frame: Any) -> None:
+    """The CLI's handler while its modules import: record the signal (raising there would be a
+    traceback); ``main()`` acts on it as soon as it starts."""
+    global _early
+    _early = signum
+    note(signum)
+
+
+def run_began() -> None:
+    global _run_began
+    _run_began = True
+
+
+def began() -> bool:
+    return _run_began
+
+
+def early_handler(signum: int, frame: Any) -> None:
+    """The CLI's handler outside a run: record the signal, then stop as :func:`_handler` does."""
+    global _early
+    _early = signum
+    _handler(signum, frame)
+
+
+def early() -> int | None:
+    return _early
 
 
 def exit_code_for(signum: int) -> int:

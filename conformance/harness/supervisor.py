@@ -113,6 +113,7 @@ def fork_child(options: Any, prepared: Any, progress: str, result_path: str, ext
 def _child(options: Any, prepared: Any, progress: str, extra: Any = None) -> dict[str, Any]:
     from conformance.errors import UsageError
     from conformance.harness.certify import run_suite
+    from conformance.report.writers import to_json
 
     options.extra_args = [*options.extra_args, "--akc-progress", progress]
     try:
@@ -120,7 +121,7 @@ def _child(options: Any, prepared: Any, progress: str, extra: Any = None) -> dic
     except UsageError as exc:
         return {"usage_error": str(exc), "exit_code": 2}
     out = {
-        "report": json.loads(run.report.model_dump_json()) if run.report is not None else None,
+        "report": json.loads(to_json(run.report)) if run.report is not None else None,
         "exit_code": run.exit_code,
         "output": run.output,
         "pytest_exit": run.pytest_exit,

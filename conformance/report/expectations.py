@@ -6,14 +6,18 @@ ones as *expected* (they no longer decide the exit code), names the new ones, an
 *stale* the entries whose requirement now passes (exit 1 with ``--strict``).
 
 One entry per requirement (per-scenario entries proved too coarse for the MCP suite); ``verdict``
-may be a list when a result is known to vary (WPT's "known intermittent"). The file is TOML, read
-with :mod:`tomllib` and written here by hand in a small, stable, commented layout meant to be
-committed and reviewed.
+may be a list when a result is known to vary (WPT's "known intermittent"). Each entry also records
+*which* checks fail (``checks``: "feature / scenario") and a ``fingerprint`` of their messages
+(normalised: ids, addresses and decimals left out), so a requirement that keeps failing *for
+another reason* is reported ``changed`` (exit 1; ``--warn-changed`` makes it a warning): a
+regression inside an already-failing requirement is not invisible. The file is TOML, read with
+:mod:`tomllib` and written here by hand in a small, stable, commented layout meant to be committed
+and reviewed.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import re
 import tomllib
 from collections.abc import Iterable
@@ -21,14 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.errors import UsageError
-from conformance.report.model import ExpectationsResult, Report, explanation
+from conformance.report import escape
+from conformance.report.model import CheckResult, ExpectationsResult, Report, RequirementResult, explanation
 from conformance.report.verdicts import EXIT_FAILED, exit_code
 
 FORMAT = 1
 #: Verdicts an entry may list ("pass" only beside another one: a result known to vary).
-LISTABLE = ("fail", "error", "incomplete", "pass")
-NOT_PASSING = ("fail", "error", "incomplete")
+LISTABLE = ("fail", "error", "blocked", "incomplete", "pass")
+NOT_PASSING = ("fail", "error", "blocked", "incomplete")
 _ID = re.compile(r"^[A-Z]+-\d{3}$")
+#: The largest expectations file read (one entry per requirement is a few tens of kilobytes).
+MAX_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,10 @@ class Expectation:
     id: str
     verdicts: tuple[str, ...]
     reason: str = ""
+    #: The checks that failed when the entry was written ("feature / scenario"), and a fingerprint
+    #: of their messages; None for an entry written without them (no ``changed`` detection).
+    checks: tuple[str, ...] | None = None
+    fingerprint: str | None = None
 
 
 @dataclass
@@ -44,20 +55,31 @@ class Expectations:
     entries: dict[str, Expectation] = field(default_factory=dict)
     suite_version: str | None = None
     catalog_version: str | None = None
+    #: ``--warn-changed``: a requirement failing for another reason is a warning, not exit 1.
+    warn_changed: bool = False
 
 
-def load(path: str | Path, known_ids: Iterable[str] | None = None) -> Expectations:
+def load(path: str | Path, known_ids: Iterable[str] | None = None, *, warn_changed: bool = False) -> Expectations:
     """Read and check an expectations file; a UsageError (one line naming the file and the entry)
     for anything wrong, an unknown requirement id included."""
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            raw_bytes = fh.read(MAX_BYTES + 1)  # bounded: /dev/zero is a path too
     except OSError as exc:
         raise UsageError(f"expectations file {where}: cannot read it ({exc.strerror or exc})") from None
+    if len(raw_bytes) > MAX_BYTES:
+        raise UsageError(f"expectations file {where}: larger than {MAX_BYTES // (1 << 20)} MiB (not an expectations file?)")
+    try:
+        text = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"expectations file {where}: not UTF-8 (byte {exc.start})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"expectations file {where}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"expectations file {where}: nested too deeply to be an expectations file") from None
     fmt = data.get("format", FORMAT)
     if fmt != FORMAT:
         raise UsageError(f"expectations file {where}: format {fmt!r} is not supported (this akc reads format {FORMAT})")
@@ -69,7 +91,7 @@ def load(path: str | Path, known_ids: Iterable[str] | None = None) -> Expectatio
         raise UsageError(f"expectations file {where}: 'expected' must be a table of [expected.ID] entries")
     known = set(known_ids) if known_ids is not None else None
     out = Expectations(path=where, suite_version=_str_or_none(data.get("suite_version")),
-                       catalog_version=_str_or_none(data.get("catalog_version")))
+                       catalog_version=_str_or_none(data.get("catalog_version")), warn_changed=warn_changed)
     for rid, entry in table.items():
         at = f"expectations file {where}, entry [expected.{rid}]"
         if not _ID.match(rid):
@@ -78,11 +100,11 @@ def load(path: str | Path, known_ids: Iterable[str] | None = None) -> Expectatio
             raise UsageError(f"{at}: unknown requirement id {rid} (see `akc list`)")
         if not isinstance(entry, dict):
             raise UsageError(f"{at}: must be a table with a verdict")
-        extra = sorted(set(entry) - {"verdict", "reason"})
+        extra = sorted(set(entry) - {"verdict", "reason", "checks", "fingerprint"})
         if extra:
-            raise UsageError(f"{at}: unknown key(s) {', '.join(extra)} (use verdict and reason)")
+            raise UsageError(f"{at}: unknown key(s) {', '.join(extra)} (use verdict, reason, checks and fingerprint)")
         raw = entry.get("verdict")
-        verdicts = tuple([raw] if isinstance(raw, str) else raw or ())
+        verdicts = tuple([raw] if isinstance(raw, str) else raw if isinstance(raw, list) else ())
         if not verdicts or not all(isinstance(v, str) for v in verdicts):
             raise UsageError(f"{at}: verdict must be one of {', '.join(NOT_PASSING)}, or a list of them")
         bad = [v for v in verdicts if v not in LISTABLE]
@@ -93,7 +115,13 @@ def load(path: str | Path, known_ids: Iterable[str] | None = None) -> Expectatio
         reason = entry.get("reason", "")
         if not isinstance(reason, str):
             raise UsageError(f"{at}: reason must be a string")
-        out.entries[rid] = Expectation(rid, verdicts, reason)
+        checks = entry.get("checks")
+        if checks is not None and not (isinstance(checks, list) and all(isinstance(c, str) for c in checks)):
+            raise UsageError(f"{at}: checks must be a list of \"feature / scenario\" strings")
+        fingerprint = entry.get("fingerprint")
+        if fingerprint is not None and not isinstance(fingerprint, str):
+            raise UsageError(f"{at}: fingerprint must be a string")
+        out.entries[rid] = Expectation(rid, verdicts, reason, tuple(checks) if checks is not None else None, fingerprint)
     return out
 
 
@@ -101,9 +129,39 @@ def _str_or_none(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+_NOISE = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # ids
+    r"|0x[0-9a-f]+"  # addresses
+    r"|\b[0-9a-f]{16,}\b"  # hashes, long hex ids
+    r"|\d+\.\d+",  # durations, costs, seconds
+    re.IGNORECASE,
+)
+
+
+def failing_checks(req: RequirementResult) -> list[CheckResult]:
+    """The checks that give the requirement its verdict (those with that outcome)."""
+    return [c for c in req.checks if c.outcome == req.verdict]
+
+
+def check_names(req: RequirementResult) -> tuple[str, ...]:
+    return tuple(sorted({f"{c.feature} / {c.scenario}" for c in failing_checks(req)}))
+
+
+def fingerprint(req: RequirementResult) -> str:
+    """A stable digest of why the requirement does not pass: its failing checks and their messages
+    with what varies run to run (ids, addresses, decimals) left out."""
+    parts = sorted(f"{c.feature} / {c.scenario}: {_NOISE.sub('#', ' '.join((c.message or c.outcome).split()))}"
+                   for c in failing_checks(req))
+    if not parts:
+        parts = [_NOISE.sub("#", " ".join((req.message or req.verdict).split()))]
+    return "sha256:" + hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def apply(report: Report, expectations: Expectations, *, strict: bool = False) -> Report:
-    """Mark the expected results, list the unexpected and stale ones, and recompute the exit code:
-    expected results no longer count; stale entries count as a failure with ``strict``."""
+    """Mark the expected results, list the unexpected, changed and stale ones, and recompute the
+    exit code: expected results no longer count; a requirement expected to fail that now fails in
+    other checks or for another reason is ``changed`` (exit 1 unless ``warn_changed``); stale
+    entries count as a failure with ``strict``."""
     result = ExpectationsResult(
         file=expectations.path, suite_version=expectations.suite_version, catalog_version=expectations.catalog_version
     )
@@ -115,6 +173,9 @@ def apply(report: Report, expectations: Expectations, *, strict: bool = False) -
             if entry is not None and req.verdict in entry.verdicts:
                 req.expected = True
                 result.expected.append(req.id)
+                change = _change(entry, req)
+                if change is not None:
+                    result.changed.append(change)
             else:
                 listed = f" (listed as {' or '.join(entry.verdicts)})" if entry is not None else ""
                 result.unexpected.append(f"{req.id}: {req.verdict}{listed}")
@@ -127,8 +188,25 @@ def apply(report: Report, expectations: Expectations, *, strict: bool = False) -
         code = 3
     if strict and result.stale and code != EXIT_FAILED:
         code = EXIT_FAILED
+    if result.changed and not expectations.warn_changed:
+        code = EXIT_FAILED
     report.exit_code = code
     return report
+
+
+def _change(entry: Expectation, req: RequirementResult) -> str | None:
+    """"ID: …" when an expected failure now fails in other checks or for another reason."""
+    if entry.fingerprint is None and entry.checks is None:
+        return None  # written without them: nothing to compare
+    now = check_names(req)
+    if entry.checks is not None and tuple(sorted(entry.checks)) != now:
+        gone = sorted(set(entry.checks) - set(now))
+        new = sorted(set(now) - set(entry.checks))
+        parts = ([f"no longer failing: {'; '.join(gone)}"] if gone else []) + ([f"now failing: {'; '.join(new)}"] if new else [])
+        return f"{req.id}: other checks fail ({', '.join(parts)})"
+    if entry.fingerprint is not None and entry.fingerprint != fingerprint(req):
+        return f"{req.id}: fails for another reason (was: {entry.reason or entry.fingerprint} → now: {explanation(req)})"
+    return None
 
 
 # --------------------------------------------------------------------------- writing
@@ -140,19 +218,21 @@ _HEADER = """\
 # when every requirement that does not pass is listed here with its verdict, 1 on a new failure,
 # and reports an entry whose requirement now passes as stale (exit 1 with --strict): delete it.
 # One [expected.ID] table per requirement (`akc show ID` explains it). `verdict` is one of
-# "fail", "error", "incomplete", or a list when the result is known to vary, e.g.
-# ["fail", "pass"]. `reason` is free text for the reader; akc does not compare it.
+# "fail", "error", "blocked", "incomplete", or a list when the result is known to vary, e.g.
+# ["fail", "pass"]. `reason` is free text for the reader; akc does not compare it. `checks`
+# (the failing checks) and `fingerprint` (of their messages) are compared: a requirement that
+# fails in other checks or for another reason is reported "changed" (exit 1, or a warning with
+# --warn-changed); delete both keys to expect any failure of the requirement.
+# not-applicable requirements never affect the exit code: they are recorded as comments only.
 """
 
 
-def _toml_string(text: str) -> str:
-    # A JSON string is a valid TOML basic string (same escapes, \\uXXXX for control characters).
-    return json.dumps(text, ensure_ascii=False)
+_toml_string = escape.toml_string
 
 
-def one_line(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def one_line(text: str) -> str:
+    """The reason on one line, whole (a reason cut mid-word tells the reader less)."""
+    return " ".join(text.split())
 
 
 def render(report: Report, previous: Expectations | None = None) -> str:
@@ -170,17 +250,17 @@ def render(report: Report, previous: Expectations | None = None) -> str:
         lines += ["", "# Every requirement of this run passed: nothing is expected to fail."]
     for req in bad:
         old = previous.entries.get(req.id) if previous is not None else None
-        if old is not None and req.verdict in old.verdicts:
+        same = old is not None and req.verdict in old.verdicts and _change(old, req) is None
+        if old is not None and same:
             verdict = _toml_string(old.verdicts[0]) if len(old.verdicts) == 1 else "[" + ", ".join(map(_toml_string, old.verdicts)) + "]"
             reason = old.reason or one_line(explanation(req))
         else:
             verdict, reason = _toml_string(req.verdict), one_line(explanation(req))
-        lines += ["", f"[expected.{req.id}]", f"verdict = {verdict}", f"reason = {_toml_string(reason)}"]
+        checks = "[" + ", ".join(_toml_string(c) for c in check_names(req)) + "]"
+        lines += ["", f"[expected.{req.id}]", f"verdict = {verdict}", f"reason = {_toml_string(reason)}",
+                  f"checks = {checks}", f"fingerprint = {_toml_string(fingerprint(req))}"]
+    inapplicable = [r for r in report.requirements if r.verdict == "not-applicable"]
+    if inapplicable:
+        lines += ["", "# not-applicable (no entry needed; listed so a change shows in review):"]
+        lines += [f"#   {r.id}: {one_line(r.message or '')}" for r in inapplicable]
     return "\n".join(lines) + "\n"
-
-
-def write(report: Report, path: str | Path, previous: Expectations | None = None) -> Path:
-    """Write the run's expectations atomically."""
-    from conformance.report.writers import write_atomic
-
-    return write_atomic(path, render(report, previous))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapters import KERNELS, KernelEntry
+from conformance.report.fail_causes import Cause, cause_of, lacking
 from conformance.report.model import VERDICTS, Report, RequirementResult, explanation
 from conformance.report.writers import write_atomic
 
@@ -32,7 +33,15 @@ DEFAULT_JSON = REPO_ROOT / "docs" / "conformance-matrix.json"
 DEFAULT_REPORTS = REPO_ROOT / "docs" / "conformance-reports"
 
 #: How a cell shows a verdict in Markdown.
-CELL = {"pass": "pass", "fail": "**FAIL**", "not-offered": "n/o", "incomplete": "inc", "error": "ERR"}
+CELL = {
+    "pass": "pass",
+    "fail": "**FAIL**",
+    "not-offered": "n/o",
+    "not-applicable": "n/a",
+    "blocked": "blk",
+    "incomplete": "inc",
+    "error": "ERR",
+}
 
 #: Plain words for each requirement area (the id prefix), for the failure paragraphs.
 AREA_WORDS = {
@@ -148,6 +157,30 @@ class Runner:
             return column
 
 
+@dataclass
+class Committed:
+    """A runner that runs nothing: each kernel's column from its committed report
+    (``akc matrix --from-reports``), to rebuild the documents after a change to what they are
+    made of (``conformance/catalog/fail_causes.toml``, the verdict rules — each report is judged
+    again, :func:`~conformance.report.verdicts.rejudge` —, the Markdown layout) without minutes of runs."""
+
+    folder: Path = DEFAULT_REPORTS
+
+    def __call__(self, entry: KernelEntry) -> Column:
+        column = Column(name=entry.name, adapter=entry.adapter, description=entry.description)
+        path = Path(self.folder) / f"{entry.name}.json"
+        if not path.is_file():
+            column.status, column.note = NOT_INSTALLED, f"no committed report ({path})"
+            return column
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for req in data.get("requirements", []):
+            req.pop("fail_cause", None)  # written from fail_causes.toml, so written again
+        from conformance.report.verdicts import rejudge
+
+        column.report = rejudge(Report.model_validate(data))  # under this version's verdict rules
+        return column
+
+
 def run_matrix(
     kernels: Sequence[KernelEntry] = KERNELS,
     runner: Callable[[KernelEntry], Column] | None = None,
@@ -175,22 +208,25 @@ def run_matrix(
     return [done[i] for i in range(len(kernels))]
 
 
-def scrubbed(report: Report) -> str:
+def scrubbed(report: Report, kernel: str = "") -> str:
     """A kernel's report as committed JSON: run-specific ids, paths and durations removed, so
-    regenerating it from the same kernel gives the same file."""
+    regenerating it from the same kernel gives the same file; each FAIL carries its ``fail_cause``."""
     data = report.model_dump(mode="json", exclude_none=True)
     data["duration_s"] = 0.0
     data.pop("jobs", None)  # how the run was cut up, not what it found
+    results = {r.id: r for r in report.requirements}
     for req in data.get("requirements", []):  # traces hold timings; the messages say what failed
         for check in req.get("checks", []):
             check.pop("trace", None)
+        if kernel and req.get("verdict") == "fail":
+            req["fail_cause"] = cause_of_fail(results[req["id"]], report, kernel).as_json()
     text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
     return _RUN_SPECIFIC.sub("<id>", text) + "\n"
 
 
 def write_reports(columns: Sequence[Column], folder: str | Path = DEFAULT_REPORTS) -> list[Path]:
     """Each kernel's full JSON report, ``<folder>/<kernel>.json``."""
-    return [write_atomic(Path(folder) / f"{c.name}.json", scrubbed(c.report)) for c in columns if c.report is not None]
+    return [write_atomic(Path(folder) / f"{c.name}.json", scrubbed(c.report, c.name)) for c in columns if c.report is not None]
 
 
 # --------------------------------------------------------------------------- the document
@@ -204,11 +240,10 @@ def _catalog_rows() -> list[dict[str, Any]]:
 
 def _not_wired(column: Column, rid: str) -> bool:
     """Whether ``rid`` is not offered by this kernel because of a mechanism its framework has and
-    its adapter does not connect (``not-wired``), not because the framework lacks it."""
-    from conformance.catalog.mechanisms import depends_on
-
-    mechanisms = column.report.kernel.mechanisms if column.report else {}
-    return any(getattr(mechanisms.get(d.name), "kind", None) == "not-wired" for d in depends_on(rid))
+    its adapter does not connect (``not-wired``), not because the framework lacks it: the verdict
+    says so (:func:`conformance.report.verdicts.mechanism_verdict`)."""
+    req = next((r for r in column.report.requirements if r.id == rid), None) if column.report else None
+    return req is not None and (req.message or "").startswith("not wired by the adapter")
 
 
 def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -226,6 +261,9 @@ def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = 
         unwired = [c.name for c in columns if verdicts[c.name] == "not-offered" and _not_wired(c, row["id"])]
         if unwired:
             out["not_wired"] = unwired
+        blocked = {n: by_kernel[n][row["id"]].blocked_by for n, v in verdicts.items() if v == "blocked"}
+        if blocked:
+            out["blocked_by"] = blocked
         rows.append(out)
     kernels = []
     for c in columns:
@@ -243,7 +281,8 @@ def build(columns: Sequence[Column], catalog: Sequence[dict[str, Any]] | None = 
                 exit_code=r.exit_code,
                 failures=failure_paragraph(r),
                 mechanisms={n: m.model_dump(exclude_none=True) for n, m in r.kernel.mechanisms.items()},
-                root_causes=root_causes(r),
+                root_causes=root_causes(r, c.name),
+                fail_causes={q.id: cause_of_fail(q, r, c.name).as_json() for q in r.requirements if q.verdict == "fail"},
             )
         kernels.append(k)
     return {"generated_by": "akc matrix", "suite_version": _suite_version(columns), "kernels": kernels, "requirements": rows}
@@ -261,7 +300,8 @@ def failure_paragraph(report: Report, *, examples: int = 3) -> str:
     gating = [r for r in report.requirements if r.gating]
     gating_failing = [r for r in failing if r.gating]
     errors = [r for r in report.requirements if r.verdict in ("error", "incomplete")]
-    if not failing and not errors:
+    blocked = [r for r in report.requirements if r.verdict == "blocked"]
+    if not failing and not errors and not blocked:
         return "No requirement fails."
     areas: dict[str, list[RequirementResult]] = {}
     for r in gating_failing or failing:
@@ -283,25 +323,30 @@ def failure_paragraph(report: Report, *, examples: int = 3) -> str:
         parts.append("Examples: " + " ".join(shown))
     if errors:
         parts.append(f"{len(errors)} requirement(s) could not be checked ({', '.join(r.id for r in errors[:6])}).")
+    if blocked:
+        by = sorted({b for r in blocked for b in r.blocked_by})
+        parts.append(f"{len(blocked)} requirement(s) are blocked by another's failure ({', '.join(by[:6])}), not counted again.")
     return " ".join(parts)
 
 
-def root_cause(req: RequirementResult) -> str:
-    """What one failure comes down to: the mechanism it lacks when the mechanism rule decided it,
-    else what its failing check observed (so one missing feature is one cause, not thirteen)."""
-    if req.message and "cannot pass, " in req.message:
-        lacking = req.message.split("cannot pass, ", 1)[1].split(" (the rule")[0].split(";")[0]
-        return f"lacks a native mechanism: {lacking}"
-    return observed(req, limit=90)
+def cause_of_fail(req: RequirementResult, report: Report, kernel: str) -> Cause:
+    """Why one failure holds (``conformance/catalog/fail_causes.toml``): the cause with its citation
+    in the framework's source, or, unconfirmed, the mechanisms it lacks or what its check observed."""
+    mechanisms = report.kernel.mechanisms
+    missing = lacking(req.id, mechanisms)
+    seen = f"lacks a native mechanism: {', '.join(missing)}" if missing else observed(req, limit=90)
+    return cause_of(kernel, req.id, mechanisms, seen)
 
 
-def root_causes(report: Report) -> list[dict[str, Any]]:
-    """Failing requirements grouped by root cause, largest group first."""
-    groups: dict[str, list[str]] = {}
+def root_causes(report: Report, kernel: str = "") -> list[dict[str, Any]]:
+    """Failing requirements grouped by root cause (one missing feature is one cause, not
+    thirteen), each with its citation or marked unconfirmed, largest group first."""
+    groups: dict[Cause, list[str]] = {}
     for r in report.requirements:
         if r.verdict == "fail":
-            groups.setdefault(root_cause(r), []).append(r.id)
-    return [{"cause": c, "requirements": ids} for c, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+            groups.setdefault(cause_of_fail(r, report, kernel), []).append(r.id)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0].cause))
+    return [{**c.as_json(), "requirements": ids} for c, ids in ordered]
 
 
 #: Values that differ from run to run (ids, temporary paths): the committed matrix must be the
@@ -328,9 +373,11 @@ def _sentence(text: str, limit: int = 300) -> str:
     return (text[: limit - 1] + "\u2026") if len(text) > limit else text
 
 
-def _cell(verdict: str | None, kernel: str = "", rid: str = "", not_wired: bool = False) -> str:
+def _cell(verdict: str | None, kernel: str = "", rid: str = "", not_wired: bool = False, blocked_by: Sequence[str] = ()) -> str:
     if verdict is None:
         return "—"
+    if verdict == "blocked" and blocked_by:
+        return f"blk ({', '.join(blocked_by)})"
     if verdict == "not-offered" and not_wired:
         return "n/w"
     if verdict == "fail" and kernel and kernel != "reference":
@@ -373,6 +420,8 @@ def to_markdown(matrix: dict[str, Any]) -> str:
         "",
         "Cells: pass, **FAIL**, n/o = not offered (an optional capability the kernel does not declare),"
         " n/w = not wired (not offered: the framework has the feature, the adapter does not connect it),"
+        " n/a = not applicable (a MUST NOT about something the kernel does not have),"
+        " blk (ID) = blocked: its check needs requirement ID's subject, which failed (counted there, not again),"
         " inc = incomplete, ERR = harness or adapter error, — = not run.",
         "",
         "## Requirements",
@@ -381,14 +430,19 @@ def to_markdown(matrix: dict[str, Any]) -> str:
         "| --- | --- | " + " | ".join("---" for _ in names) + " |",
     ]
     for row in matrix["requirements"]:
-        lines.append(f"| {row['id']} | {row['level']} | " + " | ".join(_cell(row["verdicts"].get(n), n, row["id"], n in row.get("not_wired", ())) for n in names) + " |")
+        lines.append(f"| {row['id']} | {row['level']} | " + " | ".join(
+            _cell(row["verdicts"].get(n), n, row["id"], n in row.get("not_wired", ()), row.get("blocked_by", {}).get(n, ()))
+            for n in names
+        ) + " |")
     lines += [
         "",
         "## Failures by root cause",
         "",
-        "One missing feature is one cause: failures are grouped by the mechanism they lack (as the"
-        " adapter declares it) or, failing that, by what the failing check observed. Each kernel's"
-        " full report, with every check's message, is in `docs/conformance-reports/<kernel>.json`.",
+        "One missing feature is one cause: failures are grouped by why they hold, each with where the"
+        " pinned framework's source decides it (`conformance/catalog/fail_causes.toml`, paths inside"
+        " site-packages), or marked *unconfirmed* with the mechanism it lacks or what its check observed."
+        " Each kernel's full report, with every check's message and cause, is in"
+        " `docs/conformance-reports/<kernel>.json`.",
         "",
     ]
     for k in kernels:
@@ -396,7 +450,8 @@ def to_markdown(matrix: dict[str, Any]) -> str:
             lines.append(f"**{k['name']}**")
             lines.append("")
             for g in k["root_causes"]:
-                lines.append(f"- {len(g['requirements'])} × {_md(g['cause'])}: {', '.join(g['requirements'])}")
+                why = f" (`{_md(g['source'])}`)" if g.get("source") else " (unconfirmed)"
+                lines.append(f"- {len(g['requirements'])} × {_md(g['cause'])}{why}: {', '.join(g['requirements'])}")
             lines.append("")
     lines += ["## Mechanisms, per kernel", "",
               "How each adapter maps a hook point, capability or observation onto the framework:"

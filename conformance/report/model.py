@@ -14,9 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from conformance.boundary.adapter import Mechanism
 from conformance.trace.canonical import Trace
 
-Verdict = Literal["pass", "fail", "not-offered", "incomplete", "error"]
-CheckOutcome = Literal["pass", "fail", "not-offered", "incomplete", "error"]
-VERDICTS: tuple[str, ...] = ("pass", "fail", "not-offered", "incomplete", "error")
+Verdict = Literal["pass", "fail", "not-offered", "not-applicable", "blocked", "incomplete", "error"]
+CheckOutcome = Literal["pass", "fail", "not-offered", "blocked", "incomplete", "error"]
+VERDICTS: tuple[str, ...] = ("pass", "fail", "not-offered", "not-applicable", "blocked", "incomplete", "error")
+#: Verdicts that are neither a pass nor a failure but leave the run unproven (exit code 3).
+UNPROVEN: tuple[str, ...] = ("blocked", "incomplete", "error")
 
 
 class _Model(BaseModel):
@@ -38,6 +40,10 @@ class KernelInfo(_Model):
     readings: dict[str, str] = Field(default_factory=dict)
     #: The adapter's mechanism table (hook point / capability / observation → how it maps).
     mechanisms: dict[str, Mechanism] = Field(default_factory=dict)
+    #: The model APIs the adapter declared, and those the kernel's model calls came in over HTTP
+    #: (docs/http-kernels.md); empty: the model double was called directly.
+    dialects: list[str] = Field(default_factory=list)
+    dialects_used: list[str] = Field(default_factory=list)
 
 
 class CheckResult(_Model):
@@ -47,6 +53,8 @@ class CheckResult(_Model):
     scenario: str
     outcome: CheckOutcome
     message: str | None = None
+    #: For a ``blocked`` check: the requirement(s) whose subject was its unmet precondition.
+    blocked_by: list[str] = Field(default_factory=list)
     #: What the check saw that shows its situation happened (evidence before pass): one line per
     #: observation, e.g. "plan-ready dispatched (2)". A check passes only with evidence.
     evidence: list[str] = Field(default_factory=list)
@@ -62,8 +70,11 @@ class RequirementResult(_Model):
     statement: str = ""
     gating: bool = False
     verdict: Verdict
-    #: Why the verdict is what it is when no check says so (not offered, no check ran).
+    #: Why the verdict is what it is when no check says so (not offered, not applicable, no check
+    #: ran, blocked by another requirement).
     message: str | None = None
+    #: For a ``blocked`` verdict: the requirements whose subject its checks could not get past.
+    blocked_by: list[str] = Field(default_factory=list)
     checks: list[CheckResult] = Field(default_factory=list)
     #: Listed with this verdict in the expectations file (``akc run --expect``): a known failure
     #: that does not fail the run.
@@ -83,6 +94,8 @@ class ExpectationsResult(_Model):
     unexpected: list[str] = Field(default_factory=list)
     #: Listed requirements that now pass (or are not offered): delete their entries.
     stale: list[str] = Field(default_factory=list)
+    #: Expected failures that now fail in other checks or for another reason: "id: what changed".
+    changed: list[str] = Field(default_factory=list)
     #: Listed requirements this run did not check (another profile, ``--req``, ``--smoke``).
     not_run: list[str] = Field(default_factory=list)
 
@@ -123,7 +136,7 @@ class Report(_Model):
         return {r.id: r.verdict for r in self.requirements}
 
     def failing(self) -> list[RequirementResult]:
-        return [r for r in self.requirements if r.verdict in ("fail", "error", "incomplete")]
+        return [r for r in self.requirements if r.verdict in ("fail", *UNPROVEN)]
 
 
 # --------------------------------------------------------------------------- reading
@@ -131,7 +144,7 @@ class Report(_Model):
 
 def failing_check(req: RequirementResult) -> CheckResult | None:
     """The check that explains a bad verdict (the first one with that outcome)."""
-    for outcome in (req.verdict, "error", "fail", "incomplete"):
+    for outcome in (req.verdict, "error", "fail", "blocked", "incomplete"):
         for c in req.checks:
             if c.outcome == outcome:
                 return c
@@ -140,7 +153,9 @@ def failing_check(req: RequirementResult) -> CheckResult | None:
 
 def explanation(req: RequirementResult) -> str:
     """One line saying why a requirement is not a pass."""
-    check = failing_check(req) if req.verdict != "not-offered" else None
+    check = failing_check(req) if req.verdict not in ("not-offered", "not-applicable") else None
+    if req.verdict == "blocked" and req.message:
+        return req.message
     if check is not None and check.outcome != "pass":
         return f"{check.feature} / {check.scenario}: {check.message or check.outcome}"
     return req.message or req.verdict
@@ -158,11 +173,21 @@ def status_label(report: Report) -> str:
     gating_fails = [r for r in fails if r.gating]
     errors = [r for r in reqs if r.verdict == "error"]
     incomplete = [r for r in reqs if r.verdict == "incomplete"]
+    blocked = [r for r in reqs if r.verdict == "blocked"]
     expected = sum(1 for r in report.requirements if r.expected)
     stale = len(report.expectations.stale) if report.expectations is not None else 0
     scope = "" if report.selected is None else f" on the {_n(len(report.requirements), 'selected requirement')}"
+    changed = len(report.expectations.changed) if report.expectations is not None else 0
+    expected_gating = [r for r in report.requirements if r.expected and r.gating and r.verdict == "fail"]
     notes: list[str] = []
-    if report.exit_code == 0:
+    if report.exit_code == 0 and expected_gating:
+        # gating failures remain, only expected ones: never "conformant"
+        base = "not conformant — no new failures"
+        if changed:
+            notes.append(f"{_n(changed, 'changed failure')} (--warn-changed)")
+        notes.append(f"{expected} expected")
+        expected = 0
+    elif report.exit_code == 0:
         base = "conformant"
         if fails:
             notes.append(_n(len(fails), "non-gating failure"))
@@ -175,11 +200,15 @@ def status_label(report: Report) -> str:
         if stale and not fails:
             notes.append(f"{_n(stale, 'stale expectation')} (--strict)")
             stale = 0
+        if changed:
+            notes.append(_n(changed, "changed expected failure"))
+        if blocked:
+            notes.append(f"{len(blocked)} blocked")
     elif report.exit_code == 3:
-        if errors and not incomplete and not report.errors:
+        if errors and not incomplete and not blocked and not report.errors:
             base = "adapter error"
             notes.append(f"in {_n(len(errors), 'requirement')}")
-        elif report.errors and not errors and not incomplete:
+        elif report.errors and not errors and not incomplete and not blocked:
             base = "harness error"
         else:
             base = "incomplete"
@@ -187,6 +216,8 @@ def status_label(report: Report) -> str:
                 notes.append(_n(len(errors), "error"))
             if incomplete:
                 notes.append(f"{len(incomplete)} could not run")
+            if blocked:
+                notes.append(f"{len(blocked)} blocked by another requirement")
             if report.errors:
                 notes.append(_n(len(report.errors), "harness error"))
         if fails:
@@ -205,7 +236,8 @@ def status_label(report: Report) -> str:
 def summary_line(report: Report) -> str:
     counts = ", ".join(f"{report.summary.get(v, 0)} {v}" for v in VERDICTS)
     return (
-        f"{report.kernel.name} {report.kernel.version} [{', '.join(report.profiles) or 'no profile'}]: "
+        f"{report.kernel.name} {report.kernel.version} [{', '.join(report.profiles) or 'no profile'}]"
+        f"{f' (model over HTTP: {chr(44).join(report.kernel.dialects_used)})' if report.kernel.dialects_used else ''}: "
         f"{status_label(report)} — {counts}; {len(report.untestable)} untestable; {report.duration_s:.1f} s"
     )
 

@@ -12,16 +12,26 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
+from conformance.report.escape import terminal as _safe
 from conformance.report.model import Report, RequirementResult, explanation, failing_check, summary_line
 
-_STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "incomplete": "yellow", "not-offered": "dim"}
+_STYLE = {
+    "pass": "green",
+    "fail": "bold red",
+    "error": "bold magenta",
+    "blocked": "cyan",
+    "incomplete": "yellow",
+    "not-offered": "dim",
+    "not-applicable": "dim",
+}
 #: A group of rows with the same message at least this large is shown once.
 COLLAPSE_AT = 3
 
 LEGEND = (
     "legend: MUST/MUST NOT and gating DESCRIBED fail the run, SHOULD/MAY only with --strict; "
-    "error = adapter or harness broke; incomplete = could not run; not-offered = capability not declared; "
-    "untestable = no verdict"
+    "error = adapter or harness broke; blocked = another requirement's failure kept its check from judging it "
+    "(fix that one first); incomplete = could not run; not-offered = capability not declared; "
+    "not-applicable = a MUST NOT about something the kernel does not have; untestable = no verdict"
 )
 NEXT = "next: `akc show ID` explains a requirement and lists its checks; `--json FILE` keeps every message and trace"
 
@@ -40,14 +50,16 @@ def _order(r: RequirementResult) -> int:
         return 5
     if r.verdict == "fail":
         return 0 if r.gating else 3
-    return {"error": 1, "incomplete": 2, "not-offered": 6, "pass": 7}.get(r.verdict, 4)
+    return {"error": 1, "incomplete": 2, "blocked": 4, "not-offered": 6, "not-applicable": 6, "pass": 7}.get(r.verdict, 4)
 
 
 def _key(r: RequirementResult) -> str:
     """What makes two bad rows "the same error": the message, without the scenario or step."""
-    check = failing_check(r) if r.verdict != "not-offered" else None
+    if r.verdict == "blocked" and r.message:
+        return r.message
+    check = failing_check(r) if r.verdict not in ("not-offered", "not-applicable") else None
     message = (check.message if check is not None and check.outcome != "pass" else None) or r.message or r.verdict
-    return re.sub(r" \(at step: .*\)$", "", message)
+    return _safe(re.sub(r" \(at step: .*\)$", "", message))
 
 
 def _label(r: RequirementResult) -> str:
@@ -80,14 +92,14 @@ def rows(report: Report, *, all_rows: bool = False) -> tuple[list[Row], int]:
             if key in done:
                 continue
             done.add(key)
-            kind = {"error": "error", "fail": "failure", "incomplete": "reason", "not-offered": "reason"}[r.verdict]
+            kind = "failure" if r.verdict == "fail" else "reason"
             if r.verdict == "error":
                 kind = "adapter error"
             levels = sorted({g.level for g in group})
             out.append(Row(_label(r), style, "/".join(levels),
                            _ids([g.id for g in group]), f"the same {kind} in {len(group)} requirements: {key[1]}"))
             continue
-        out.append(Row(_label(r), style, r.level, r.id, "" if r.verdict == "pass" else explanation(r)))
+        out.append(Row(_label(r), style, r.level, r.id, "" if r.verdict == "pass" else _safe(explanation(r))))
     return out, hidden
 
 
@@ -101,16 +113,19 @@ def _tail(report: Report, hidden: int) -> list[str]:
         lines.append(f"harness error: {error}")
     exp = report.expectations
     if exp is not None:
-        lines.append(f"expectations {exp.file}: {len(exp.expected)} expected, {len(exp.unexpected)} new, {len(exp.stale)} stale")
+        lines.append(f"expectations {exp.file}: {len(exp.expected)} expected, {len(exp.unexpected)} new, "
+                     f"{len(exp.changed)} changed, {len(exp.stale)} stale")
         for item in exp.unexpected:
             lines.append(f"  new: {item}")
+        for item in exp.changed:
+            lines.append(f"  changed: {item}")
         for item in exp.stale:
             lines.append(f"  stale (now {item.split(': ', 1)[1]}; delete the entry or run --write-expectations): {item.split(':')[0]}")
         if exp.not_run:
             lines.append(f"  not checked in this run (other profile, --req or --smoke): {_ids(exp.not_run)}")
         if exp.catalog_version and report.suite.catalog_version and exp.catalog_version != report.suite.catalog_version:
             lines.append(f"  written for catalog {exp.catalog_version}; this suite's catalog is {report.suite.catalog_version}")
-    return lines
+    return [_safe(line) for line in lines]
 
 
 def render_text(report: Report, *, all_rows: bool = False) -> str:
@@ -127,7 +142,7 @@ def render_text(report: Report, *, all_rows: bool = False) -> str:
             else:
                 lines.append(f"{r.verdict:<{w_verdict}}  {r.level:<{w_level}}  {r.ids:<10} {r.why}".rstrip())
     lines += _tail(report, hidden)
-    lines += [LEGEND, summary_line(report), NEXT]
+    lines += [LEGEND, _safe(summary_line(report)), NEXT]
     return "\n".join(lines) + "\n"
 
 
@@ -162,5 +177,5 @@ def print_report(report: Report, *, all_rows: bool = False, file: TextIO | None 
         console.print(escape(line), highlight=False)
     console.print(f"[dim]{escape(LEGEND)}[/]", highlight=False)
     style = "green" if report.exit_code == 0 else "red" if report.exit_code == 1 else "yellow"
-    console.print(f"[{style}]{escape(summary_line(report))}[/]", highlight=False)
+    console.print(f"[{style}]{escape(_safe(summary_line(report)))}[/]", highlight=False)
     console.print(escape(NEXT), highlight=False)

@@ -39,6 +39,11 @@ class Entry:
     #: How many times the mutant is certified (concurrency and cancellation mutants run several
     #: times: a check that catches its mutant only sometimes fails the self-test).
     runs: int = 1
+    #: A single-fault mutant (one fault, one verdict, issue 22): run on the full suite, it must fail
+    #: one of ``killed_by`` (the requirements that name its fault) and leave every other requirement
+    #: ``pass`` or ``blocked`` (or not offered / not applicable): a fail, error or incomplete
+    #: elsewhere is the suite counting one fault twice, a self-test failure.
+    single_fault: bool = False
 
     @property
     def spec(self) -> str:
@@ -66,10 +71,15 @@ def snake(name: str) -> str:
 RACY_AREAS = frozenset({"CONC", "STOP"})
 RACY_REQUIREMENTS = frozenset({"TOOL-001", "TOOL-002", "TOOL-003", "TURN-002", "LOOP-008", "LOOP-010", "COST-008"})
 STABILITY_RUNS = 3
+#: Requirements whose *properties* draw several calls of one response (the scenarios that script
+#: such a response are found in the feature files: ``runner.parallel_reqs``). A variant certified
+#: several times (``variant(runs=N)``: the random start order of ``variants/start_order.py``)
+#: reruns them all, and must pass them every time.
+PARALLEL_REQUIREMENTS = frozenset({"CONC-001", "CONC-002", "CONC-003", "CONC-004", "CONC-005", "CONC-006", "TOOL-001", "TOOL-003"})
 
 
 def _add(entry: Entry) -> Entry:
-    if entry.kind == "mutant" and entry.runs == 1:
+    if entry.kind == "mutant" and entry.runs == 1 and not entry.single_fault:  # a full-suite run is paid once
         ids = set(entry.killed_by)
         if ids & RACY_REQUIREMENTS or {i.split("-", 1)[0] for i in ids} & RACY_AREAS:
             entry = replace(entry, runs=STABILITY_RUNS)
@@ -91,12 +101,12 @@ def _maker(target: Any, kind: str, name: str, adapter_kwargs: dict[str, Any]) ->
     raise TypeError(f"{target!r} is not a Kernel, CommonAgent or ReferenceAdapter subclass")
 
 
-def _decorator(kind: Kind, breaks: str | None, also_expected: tuple[str, ...], profile: str | None, adapter_kwargs: dict[str, Any]) -> Callable[[type], type]:
+def _decorator(kind: Kind, breaks: str | None, also_expected: tuple[str, ...], profile: str | None, adapter_kwargs: dict[str, Any], runs: int = 1) -> Callable[[type], type]:
     def register(cls: type) -> type:
         name = snake(cls.__name__)
         make, face = _maker(cls, kind, name, adapter_kwargs)
         doc = (cls.__doc__ or "").strip().splitlines()
-        _add(Entry(kind, name, cls.__module__, profile or face, doc[0] if doc else name, breaks, also_expected, make))
+        _add(Entry(kind, name, cls.__module__, profile or face, doc[0] if doc else name, breaks, also_expected, make, runs=runs))
         return cls
 
     return register
@@ -114,9 +124,18 @@ def add_mutant(target: type, name: str, violates: list[str], description: str, *
     return _add(Entry("mutant", name, target.__module__, profile or face, description, violates[0], (), make, tuple(violates[1:])))
 
 
-def variant(*, profile: str | None = None, **adapter_kwargs: Any) -> Callable[[type], type]:
-    """Class decorator: this subclass makes another allowed choice; it must pass everything."""
-    return _decorator("variant", None, (), profile, adapter_kwargs)
+def add_single_fault(target: type, name: str, names_fault: list[str], description: str, *, profile: str | None = None) -> Entry:
+    """Register a single-fault mutant: ``names_fault`` are the requirements that name its fault
+    (the first is the one it is listed under); every other requirement must pass or be blocked."""
+    make, face = _maker(target, "mutant", name, {})
+    entry = Entry("mutant", name, target.__module__, profile or face, description, names_fault[0], (), make, tuple(names_fault[1:]), single_fault=True)
+    return _add(entry)
+
+
+def variant(*, profile: str | None = None, runs: int = 1, **adapter_kwargs: Any) -> Callable[[type], type]:
+    """Class decorator: this subclass makes another allowed choice; it must pass everything (and,
+    with ``runs`` > 1, the checks involving parallel calls again, every time)."""
+    return _decorator("variant", None, (), profile, adapter_kwargs, runs)
 
 
 def flag(kind: Kind, name: str, module: str, description: str, *, breaks: str | None = None, profile: str | None = None, also_expected: tuple[str, ...] = (), **adapter_kwargs: Any) -> Entry:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.catalog.requirements import load_catalog
 from conformance.paths import features_dir
-from conformance.selftest.registry import Entry, entries
+from conformance.selftest.registry import PARALLEL_REQUIREMENTS, Entry, entries
 
 if TYPE_CHECKING:  # pragma: no cover
     from conformance.harness.batch import Certify
@@ -63,6 +63,13 @@ class Job:
     profile: str | None
     reqs: list[str] | None  # None: the full suite
     runs: int = 1
+    #: Cap the scenarios' timeouts (:data:`MUTANT_TIMEOUT_CAP_S`): a mutant may hang. A
+    #: single-fault mutant does not, and on the whole suite a capped timeout under load would be a
+    #: second verdict of its own (the 500-iteration budget scenario).
+    capped: bool = True
+    #: What the runs after the first certify (None: ``reqs`` again): a variant certified several
+    #: times reruns the checks involving parallel calls only.
+    rerun_reqs: list[str] | None = None
 
 
 @dataclass
@@ -76,6 +83,7 @@ class JobResult:
     #: The verdicts of the further runs of a mutant certified several times (the first run's are
     #: ``verdicts``).
     reruns: list[dict[str, str]] = field(default_factory=list)
+    rerun_exit_codes: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -86,12 +94,15 @@ class Row:
 
     @property
     def ok(self) -> bool:
-        """Mutant: killed by its own requirement. Variant: passes everything."""
+        """Mutant: killed by its own requirement (a single-fault one failing nothing else).
+        Variant: passes everything."""
         if self.entry.kind == "mutant":
-            return self.killed
-        return self.result.exit_code == 0 and self.result.error is None
+            return self.killed and not (self.entry.single_fault and self.others)
+        return self.result.error is None and all(c == 0 for c in [self.result.exit_code, *self.result.rerun_exit_codes])
 
     def _kills(self, verdicts: dict[str, str]) -> bool:
+        """Only a ``fail`` of a requirement it violates kills it: ``blocked`` (its check could not
+        get past another requirement's subject) and ``incomplete`` never do."""
         if self.entry.passes_nothing:
             return bool(verdicts) and "pass" not in verdicts.values()
         return any(verdicts.get(rid) == "fail" for rid in self.entry.killed_by)
@@ -116,12 +127,18 @@ class Row:
 
     @property
     def failed(self) -> list[str]:
-        return sorted(r for r, v in self.result.verdicts.items() if v in ("fail", "error", "incomplete"))
+        """Requirements that did not pass (blocked ones included: a variant must pass them all)."""
+        return sorted(r for r, v in self.result.verdicts.items() if v in ("fail", "blocked", "error", "incomplete"))
+
+    @property
+    def blocked(self) -> list[str]:
+        return sorted(r for r, v in self.result.verdicts.items() if v == "blocked")
 
     @property
     def others(self) -> list[str]:
-        """Failing requirements besides the ones the mutant violates."""
-        return [r for r in self.failed if r not in self.entry.killed_by]
+        """Failing requirements besides the ones the mutant violates (a blocked one is not failing:
+        one fault, one verdict)."""
+        return [r for r in self.failed if r not in self.entry.killed_by and r not in self.blocked]
 
     @property
     def unexpected(self) -> list[str]:
@@ -146,8 +163,8 @@ class Matrix:
 
     @property
     def ok(self) -> bool:
-        """Every mutant killed, every variant passing, and every gating requirement covered by a
-        mutant that is killed."""
+        """Every mutant killed (a single-fault one failing nothing but its fault), every variant
+        passing, and every gating requirement covered by a mutant that is killed."""
         return all(r.ok for r in self.rows) and not self.uncovered
 
     @property
@@ -192,6 +209,7 @@ class Matrix:
                     "wrongly_passed": r.passed if r.entry.passes_nothing else [],
                     "description": r.entry.description, "killed": r.killed, "verdict": r.result.verdicts.get(r.entry.breaks or ""),
                     "exit_code": r.result.exit_code, "also_failed": r.others, "unexpected": r.unexpected,
+                    "single_fault": r.entry.single_fault, "ok": r.ok, "blocked": r.blocked,
                     "requirements_run": r.job.reqs, "duration_s": round(r.result.duration_s, 2), "error": r.result.error,
                 }
                 for r in self.mutants
@@ -242,12 +260,51 @@ def smoke_reqs(profile: str) -> frozenset[str]:
     return frozenset(ids)
 
 
+def _several_calls(step: Any) -> bool:
+    """Does this step script a model response with two or more tool calls (calls that run in
+    parallel, or one at a time in an order the seeds leave open)?"""
+    table = step.datatable.raw() if step.datatable is not None else None
+    if table and step.name.startswith("the model calls in one response"):
+        return len(table) > 2  # the header and two calls or more
+    if table and step.name.startswith("the model calls, one response per model call"):
+        turns = [row[0] for row in table[1:]]
+        return len(set(turns)) < len(turns)
+    if step.docstring:
+        try:
+            data = json.loads(step.docstring)
+        except ValueError:
+            return False
+        responses = data if isinstance(data, list) else (data.get("model") or {}).get("responses", []) if isinstance(data, dict) else []
+        return any(isinstance(r, dict) and len(r.get("tool_calls") or []) > 1 for r in responses)
+    return False
+
+
+@cache
+def parallel_reqs() -> frozenset[str]:
+    """Requirement ids whose checks involve several calls of one response: every scenario that
+    scripts one (read from the feature files), and the properties' (registry.PARALLEL_REQUIREMENTS).
+    A variant certified several times reruns these."""
+    from pytest_bdd.parser import FeatureParser
+
+    base = features_dir()
+    ids: set[str] = set(PARALLEL_REQUIREMENTS)
+    for path in sorted(base.rglob("*.feature")):
+        feature = FeatureParser(str(base), str(path.relative_to(base))).parse()
+        for scenario in feature.scenarios.values():
+            if any(_several_calls(step) for step in scenario.steps):
+                ids.update(REQ_TAG.findall(" ".join("@" + t for t in (*feature.tags, *scenario.tags))))
+    return frozenset(ids)
+
+
 SCOPES = ("target", "area", "full")
 
 
 def job_for(entry: Entry, scope: str = "target") -> Job:
-    if entry.kind == "variant" or scope == "full" or entry.passes_nothing:
-        return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs)
+    if entry.kind == "variant" and entry.runs > 1:
+        rerun = [r for r in load_catalog().ids() if r in parallel_reqs()]
+        return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs, rerun_reqs=rerun)
+    if entry.kind == "variant" or scope == "full" or entry.passes_nothing or entry.single_fault:
+        return Job(entry.name, entry.kind, entry.spec, entry.profile, None, entry.runs, capped=not entry.single_fault)
     profile = entry.profile or "kernel"
     reqs = [*entry.killed_by, *entry.also_expected]
     if scope == "area":
@@ -264,14 +321,15 @@ def run_job(job: Job, certify: Certify) -> JobResult:
     started = time.perf_counter()
     reports = []
     try:
-        cap = MUTANT_TIMEOUT_CAP_S if job.kind == "mutant" else None
-        for _ in range(max(1, job.runs)):
-            reports.append(certify(job.spec, profile=job.profile, reqs=job.reqs, timeout_cap_s=cap))
+        cap = MUTANT_TIMEOUT_CAP_S if job.kind == "mutant" and job.capped else None
+        for i in range(max(1, job.runs)):
+            reqs = job.reqs if i == 0 or job.rerun_reqs is None else job.rerun_reqs
+            reports.append(certify(job.spec, profile=job.profile, reqs=reqs, timeout_cap_s=cap))
     except Exception as exc:  # a harness error: neither killed nor passing, say why
         return JobResult(job.name, job.kind, 3, {}, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"[:500])
     first = reports[0]
     return JobResult(job.name, job.kind, first.exit_code, first.verdicts(), time.perf_counter() - started,
-                     reruns=[r.verdicts() for r in reports[1:]])
+                     reruns=[r.verdicts() for r in reports[1:]], rerun_exit_codes=[r.exit_code for r in reports[1:]])
 
 
 def run_here(jobs: Iterable[Job], done: Callable[[JobResult], None]) -> None:
@@ -316,7 +374,9 @@ def _worker(jobs_path: str, out_path: str) -> None:
 
 
 def _cost(job: Job) -> float:
-    return (20.0 if job.reqs is None else 1.0 + len(job.reqs)) * max(1, job.runs)
+    first = 20.0 if job.reqs is None else 1.0 + len(job.reqs)
+    rerun = first if job.rerun_reqs is None else 1.0 + len(job.rerun_reqs)
+    return first + rerun * (max(1, job.runs) - 1)
 
 
 def _spawn(jobs: list[Job], workers: int, tmp: Path, env: dict[str, str]) -> tuple[dict[str, JobResult], str]:
@@ -388,12 +448,16 @@ def render(matrix: Matrix, *, verbose: bool = False) -> str:
     lines = ["MUTANTS (breaks -> killed?; other requirements failed)"]
     for r in matrix.mutants:
         mark = "killed  " if r.killed else "UNSTABLE" if r.unstable else "SURVIVED"
+        if r.killed and not r.ok:
+            mark = "COUNTED+"  # single fault counted more than once: the others are listed
         verdict = r.result.verdicts.get(r.entry.breaks or "", "not run")
         if r.entry.passes_nothing:
             passed = f"  wrongly passed: {', '.join(r.passed)}" if r.passed else ""
             lines.append(f"  {mark} {'(nothing)':<11} {'both':<11} {r.entry.name} (passes nothing?){passed}")
             continue
         extra = f"  also: {', '.join(r.others)}" if r.others else ""
+        if r.entry.single_fault:
+            extra += f"  (single fault, full suite; {len(r.blocked)} blocked)"
         err = f"  [{r.result.error}]" if r.result.error else ""
         lines.append(f"  {mark} {r.entry.breaks:<11} {r.entry.profile or '':<11} {r.entry.name} ({verdict}, exit {r.result.exit_code}){extra}{err}")
         if verbose:

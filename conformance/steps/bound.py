@@ -206,8 +206,10 @@ def outcome_subtype(akc: ScenarioContext, k: int | None = None) -> str | None:
 
 
 def _require_outcome_subtype(akc: ScenarioContext, k: int | None = None) -> str | None:
-    """Evidence for a subtype check: the kernel ran (it called the model) and reported an outcome."""
+    """Evidence for a subtype check: the kernel ran (it called the model) and reported an outcome
+    (a run that raised instead blocks the check: BOUND-008's subject)."""
     akc.require_kernel_ran()
+    akc.require_no_raise_at_limit()
     return outcome_subtype(akc, k)
 
 
@@ -257,8 +259,9 @@ def bound_then_subtype_prefix(akc: ScenarioContext, k: str, prefix: str) -> None
 def bound_then_outcome(akc: ScenarioContext) -> None:
     """Every user message has an Outcome, and it is the fired bound's (or detector's): the kernel
     ran (model calls, tool calls) and ended with a subtype other than success. Which subtype is
-    BOUND-013..015's / DOOM-009's business."""
+    BOUND-013..015's / DOOM-009's business. A run that raised is BOUND-008's / DOOM-010's subject."""
     akc.require_kernel_ran()
+    akc.require_no_raise_at_limit()
     ran = akc.evidence.require("tool calls the kernel ran before the bound fired", akc.tool_starts())
     expect_equal(
         "user messages with an outcome",

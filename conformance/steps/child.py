@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_bdd import parsers, then
+from pytest_bdd import given, parsers, then
 
 from conformance.boundary.adapter import SessionRecord
 from conformance.errors import ConformanceFailure, HarnessError, expect_equal
@@ -24,7 +24,9 @@ def _window(akc: ScenarioContext, call_id: str) -> tuple[int, int]:
 
     pre_tool_call names its call (000 gives its arguments); post_tool_call's payload is free
     (reading post-tool-call-payload): when it names no call, the parent's post_tool_call is the
-    first one after the pre_tool_call that carries the parent turn's TurnInfo."""
+    first one after the pre_tool_call that carries the parent turn's TurnInfo. A kernel that never
+    dispatches either point leaves no window: blocked by TOOL-005 / TOOL-012, not failed here."""
+    akc.require_points_dispatched(["pre_tool_call", "post_tool_call"])
     pre = post = None
     parent_turn_id = None
     for e in akc.hook_dispatches():
@@ -223,4 +225,87 @@ def child_then_session_title(akc: ScenarioContext, call_id: str) -> None:
     akc.evidence.saw(f"the child session {record.id} is titled {goal!r}")
 
 
+# ============================================================================ the child as a turn (issue 21)
 
+
+@given(parsers.re(r'the definition of the subagent tool "(?P<name>[^"]+)" names the profile "(?P<profile_id>[^"]+)"$'))
+def child_given_definition_profile(akc: ScenarioContext, name: str, profile_id: str) -> None:
+    """The sub-agent definition names a profile other than the parent's (001: the child runs with
+    the *same profile* as its parent, whatever the definition says)."""
+    tool = next((t for t in akc.scenario.tools if t.name == name and t.subagent is not None), None)
+    if tool is None:
+        raise HarnessError(f"no subagent tool {name!r} in the scenario")
+    assert tool.subagent is not None
+    tool.subagent.profile_id = profile_id
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" has a turn id of its own$'))
+def child_then_own_turn_id(akc: ScenarioContext, call_id: str) -> None:
+    """A child turn is a turn: its turn_id is new, not its parent's nor any other turn's."""
+    parent = message_turn(akc, 1).get("turn_id")
+    tops = {message_turn(akc, k).get("turn_id") for k in range(1, len(akc.scenario.user_messages) + 1)}
+    turns = _each_child_turn(akc, call_id)
+    for where, turn in turns:
+        tid = turn.get("turn_id")
+        if tid is None or tid in tops:
+            raise ConformanceFailure(f"turn_id in the TurnInfo of {where}", f"a new turn id (not the parent's {parent})", tid)
+    _saw(akc, call_id, turns, "a turn id of its own")
+
+
+def _child_requests(akc: ScenarioContext, call_id: str) -> list[dict[str, Any]]:
+    """The model requests made while the delegation call ran (its child's), in order."""
+    lo, hi = _window(akc, call_id)
+    return [e for e in akc.events("model_request") if lo < e["seq"] < hi]
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" starts from an empty history$'))
+def child_then_empty_history(akc: ScenarioContext, call_id: str) -> None:
+    """A new session has no messages: the child's first model request holds its goal as the user
+    message and nothing of the parent's conversation (no assistant message, no tool result, not
+    the parent's user message)."""
+    requests = akc.evidence.require(f"model requests of the child turn of {call_id}", _child_requests(akc, call_id))
+    goal = next((c.args or {}).get("goal") for r in akc.scenario.model.responses for c in r.tool_calls if c.id == call_id)
+    parent_texts = {m.text for m in akc.scenario.user_messages}
+    messages = list(requests[0]["request"].get("messages") or [])
+    what = f"the first model request of the child turn of {call_id}"
+    for m in messages:
+        role = m.get("role") if isinstance(m, dict) else None
+        if role in ("assistant", "tool_result"):
+            raise ConformanceFailure(what, "no message of an earlier conversation (a new session)", m)
+        if role == "user" and any(t and t in str(m.get("text", "")) for t in parent_texts):
+            raise ConformanceFailure(what, "not the parent's user message (a new session)", m)
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if not any(goal and goal in str(m.get("text", "")) for m in users):
+        raise ConformanceFailure(what, f"the goal {goal!r} as its user message", users)
+    akc.evidence.saw(f"the child turn of {call_id} started from its goal alone")
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" dispatched on_session_start first and on_session_end as its last hook$'))
+def child_then_session_hooks(akc: ScenarioContext, call_id: str) -> None:
+    """000 step 4: on_session_start fires for a new session (a child's is new), before its first
+    pre_api_request; step 6: on_session_end fires at the end of every turn, the child's too, as
+    its last hook."""
+    points = [e["point"] for _, e in child_events(akc, call_id) if e["kind"] == "hook"]
+    what = f"the hooks of the child turn of {call_id}"
+    if points.count("on_session_start") != 1 or "pre_api_request" not in points or points.index("on_session_start") > points.index("pre_api_request"):
+        raise ConformanceFailure(what, "on_session_start once, before the first pre_api_request", points)
+    if points.count("on_session_end") != 1 or points[-1] != "on_session_end":
+        raise ConformanceFailure(what, "on_session_end once, as the last hook", points)
+    akc.evidence.saw(f"{what}: on_session_start first, on_session_end last")
+
+
+@then(parsers.re(r'the child turn of "(?P<call_id>[^"]+)" is started in the journal with its TurnInfo$'))
+def child_then_journal_turn(akc: ScenarioContext, call_id: str) -> None:
+    """start_turn(TurnInfo) for the child turn too: one stored turn under its turn_id, holding
+    the TurnInfo its hooks got (parent_turn_id, depth and tags included)."""
+    _, turn = _each_child_turn(akc, call_id)[0]
+    stored = [t for t in akc.result.journal.turns if t.turn.turn_id == turn.get("turn_id")]
+    if len(stored) != 1:
+        raise ConformanceFailure(
+            f"stored turns for the child turn of {call_id} ({turn.get('turn_id')})", "exactly one",
+            [t.turn.turn_id for t in akc.result.journal.turns],
+        )
+    record = stored[0].turn.model_dump()
+    for key in ("profile_id", "session_id", "turn_id", "parent_turn_id", "tags", "depth"):
+        expect_equal(f"{key} in the TurnInfo stored for the child turn of {call_id}", turn.get(key), record.get(key))
+    akc.evidence.saw(f"the child turn of {call_id} started in the journal with the TurnInfo its hooks got")

@@ -8,17 +8,20 @@ take the same ``akc`` fixture.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
 from pytest_bdd import given, parsers, then, when
 
 from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
+from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject
 from conformance.errors import (
     AdapterError,
+    Blocked,
     ConformanceFailure,
     HarnessError,
     Unsupported,
@@ -85,18 +88,30 @@ def _json(text: str, what: str) -> Any:
         raise HarnessError(f"{what}: invalid JSON in the feature file ({exc}): {text!r}") from None
 
 
-def not_offered(run: Any) -> None:
+#: The requirement a call of a tool no scenario offered breaks, whatever scenario was running.
+TOOL_NEVER_OFFERED = "TOOL-004"
+
+
+def not_offered(run: Any, requirement_ids: list[str] | None = None) -> None:
     """A tool call the model never asked for, of a tool the scenario never offered, is the
-    kernel's failure (TOOL-004: each call runs the tool registered under the name the model called)."""
+    kernel's failure of TOOL-004 (each call runs the tool registered under the name the model
+    called). Blame follows the fault: in a scenario of TOOL-004 it fails the check; in any other
+    scenario it is charged to TOOL-004 (:func:`conformance.harness.plugin.charge`) and this
+    scenario, whose situation the stray call spoilt, is blocked by it."""
     asked = {c.name for r in run.scenario.model.responses for c in r.tool_calls}
     offered = {t.name for t in run.scenario.tools}
     for e in run.log:
         if e["kind"] == "unknown_tool" and e.get("name") not in asked | offered:
-            raise ConformanceFailure(
+            what = (
                 f"the kernel invoked the tool {e.get('name')!r} (call {e.get('call_id')}), which the scenario never offered "
-                "and the model never asked for (TOOL-004: each call runs the tool registered under the name the model called)",
-                raw=True,
+                f"and the model never asked for ({TOOL_NEVER_OFFERED}: each call runs the tool registered under the name the model called)"
             )
+            if not requirement_ids or TOOL_NEVER_OFFERED in requirement_ids:
+                raise ConformanceFailure(what, raw=True)
+            from conformance.harness.plugin import charge
+
+            charge(TOOL_NEVER_OFFERED, what)
+            raise Blocked(by=TOOL_NEVER_OFFERED, reason=what)
 
 
 class ScenarioContext:
@@ -201,10 +216,14 @@ class ScenarioContext:
     # ----------------------------------------------------------------- running
 
     def run(self) -> RunResult:
-        """Run the scenario: through :attr:`run_with` when a step set one, else :meth:`run_strict`."""
-        if self.run_with is not None:
-            return self.run_with(self)
-        return self.run_strict()
+        """Run the scenario: through :attr:`run_with` when a step set one, else :meth:`run_strict`.
+        A scenario cancelled at a hook point the kernel never dispatched judges nothing it is not
+        about: blocked by that point's dispatch requirement (:meth:`require_points_dispatched`)."""
+        result = self.run_with(self) if self.run_with is not None else self.run_strict()
+        cancel = self.scenario.cancel
+        if cancel is not None and cancel.at == "hook" and cancel.point and not self.events("cancel"):
+            self.require_points_dispatched([cancel.point])
+        return result
 
     def run_strict(self) -> RunResult:
         """Run the scenario through the adapter; raise for a hang, an adapter error, a failed
@@ -217,13 +236,14 @@ class ScenarioContext:
             raise AdapterError(run.error)
         if run.timed_out:
             raise ConformanceFailure(run.diagnostic or "the kernel hung", raw=True)
-        not_offered(run)
+        not_offered(run, self.requirement_ids)
         for e in self.events("rendezvous_timeout"):
             others = " and ".join(e["missing"])
             raise ConformanceFailure(
                 f"calls {e['call_id']} and {others} did not run concurrently "
                 f"({e['call_id']} waited for {others} to start, in vain)",
                 raw=True,
+                subject=CONCURRENCY_SUBJECTS[self.profile],
             )
         for e in self.events("finish_order_timeout"):
             raise ConformanceFailure(
@@ -294,6 +314,7 @@ class ScenarioContext:
         """Hook dispatches grouped by model turn: each group starts at the profile's turn-start
         point (context-assemble / pre_api_request) and runs to the next one."""
         start = TURN_START[self.profile]
+        self.require_points_dispatched([start])  # no turn start, no turns to tell apart
         turns: list[list[dict[str, Any]]] = []
         for e in self.hook_dispatches():
             if e["point"] == start:
@@ -321,6 +342,16 @@ class ScenarioContext:
         if not 1 <= k <= len(requests):
             raise ConformanceFailure(f"model request {k}", f"at least {max(k, 1)} model requests", f"{len(requests)}")
         return requests[k - 1]
+
+    def carries(self, k: int, what: str) -> bool:
+        """Whether model request ``k`` came in a way that can carry ``what`` (a name of
+        ``conformance.httpmodel.dialect.CANNOT_CARRY``): in process everything can."""
+        from conformance.httpmodel.dialect import CANNOT_CARRY
+
+        events = self.events("model_request")
+        event = events[k - 1] if 1 <= k <= len(events) else (events[-1] if k == -1 and events else {})
+        dialect = event.get("dialect")
+        return dialect is None or what not in CANNOT_CARRY.get(dialect, frozenset())
 
     @staticmethod
     def request_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -351,6 +382,7 @@ class ScenarioContext:
         """The outcome of user message ``message`` (0-based; -1 the last)."""
         outcomes = self.result.outcomes
         if not outcomes:
+            self.require_no_raise_at_limit()
             raise ConformanceFailure("the run's outcomes", "one outcome per user message", "none")
         if message == -1:
             return outcomes[-1]
@@ -383,6 +415,65 @@ class ScenarioContext:
             if c.get("type") == "tool_use"
         ]
 
+    def require_no_raise_at_limit(self) -> None:
+        """Precondition of a check on how a run with a bound (or a doom-loop scenario) ends: the
+        run reported an outcome. A run that raised instead is BOUND-008's subject (a fired bound)
+        or DOOM-010's (a fired detector), so the check is blocked by it, not failed (one fault, one
+        verdict). A run without a bound or detector to fire is not judged here."""
+        raised = self.result.raised
+        if raised is None:
+            return
+        b = self.scenario.bounds
+        if any(i.startswith("DOOM-") for i in self.requirement_ids):
+            by = "DOOM-010"
+        elif any(v is not None for v in (b.max_turns, b.max_cost_usd, b.max_wall_clock_s)):
+            by = "BOUND-008"
+        else:
+            return
+        raise Blocked(by, f"the run raised {raised.type}: {raised.message}"[:300])
+
+    def require_points_dispatched(self, points: Iterable[str]) -> None:
+        """Precondition of a check on hook points: each point it needs was dispatched at least once
+        in the run. A point never dispatched, that the adapter does not claim (declared absent,
+        not-wired, emulated, or no mechanism table), is the subject of the requirement that names
+        its dispatch (mechanisms.toml [dispatch]): unless this check is about that point, it is
+        blocked by that requirement, so a missing hook point is counted once. A point the adapter
+        claims native but the run never dispatched is judged by the check itself (a kernel that
+        skips post-apply in the limiting turn fails BOUND-001)."""
+        seen = set(self.dispatched_points())
+        for point in dict.fromkeys(points):
+            if point in seen:
+                continue
+            owner = dispatch_subject(point)
+            if owner is not None and owner in self.requirement_ids:
+                # the check's own subject, beside other tags: they are blocked by it, not failed
+                raise ConformanceFailure(f"dispatches of {point}", "at least one", "never", subject=owner)
+            if self._claims(point):
+                continue  # the adapter says the kernel has it: missing here is this check's to judge
+            by = blocker_for_missing_point(point, self.requirement_ids)
+            if by is not None:
+                raise Blocked(by, f"{point} was never dispatched in this run (declared {self._declared(point)})")
+
+    def _declared(self, point: str) -> str:
+        m = (self.info.mechanisms or {}).get(point)
+        return "not at all" if m is None else m.kind
+
+    def _claims(self, point: str) -> bool:
+        """Does the adapter declare that the kernel has this hook point (native or observe-only)?
+        Without a mechanism table nothing is claimed (every missing point may block)."""
+        m = (self.info.mechanisms or {}).get(point)
+        return m is not None and m.kind in ("native", "observe-only")
+
+    def require_approver_asked(self, call_id: str) -> None:
+        """Precondition of a check on a stored approval (commonagent): the approver was asked about
+        the call. Asking it is pre_tool_call's AskUser (TOOL-008's subject; pre_tool_call itself is
+        TOOL-005's): a check about something else is blocked by them, not failed."""
+        if self.profile != "commonagent" or any(e["request"].get("call_id") == call_id for e in self.events("approval")):
+            return
+        self.require_points_dispatched(["pre_tool_call"])
+        if "TOOL-008" not in self.requirement_ids:
+            raise Blocked("TOOL-008", f"the approver was never asked about call {call_id}")
+
     def require_kernel_ran(self) -> list[dict[str, Any]]:
         """Evidence that the kernel ran the scenario at all: it called the model (mandatory —
         every scenario scripts at least one model call)."""
@@ -395,6 +486,35 @@ class ScenarioContext:
 
 
 # ========================================================================== the fixture
+
+
+def judges(*ids: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Step decorator (under ``@then``): this step judges these requirements' subject, whatever the
+    scenario's tags. A failure it raises names them (``ConformanceFailure.subject``): in a scenario
+    also tagged with others, those are blocked by it, not failed (one fault, one verdict)."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def step(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except ConformanceFailure as exc:
+                if not exc.subject:
+                    exc.subject = list(ids)
+                raise
+
+        return step
+
+    return decorate
+
+
+#: The requirements whose subject is "these calls run at once", the profile's general one first:
+#: a failed "must meet" rendezvous fails a scenario tagged with one of them and blocks any other
+#: (a result-order scenario is blocked by concurrency, not failed by it).
+CONCURRENCY_SUBJECTS = {
+    "kernel": ("CONC-001", "CONC-005", "CONC-006", "CONC-009"),
+    "commonagent": ("TOOL-001",),
+}
 
 
 @pytest.fixture
@@ -831,6 +951,7 @@ def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> No
 @then(parsers.re(r"the hook points of model call (?P<k>\d+) were dispatched in the order:$"))
 def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, in model turn k (a one-column table or a docstring)."""
+    akc.require_points_dispatched([TURN_START[akc.profile], *list_items(datatable, docstring)])
     observed = akc.model_turn_points(int(k))
     expect_order(f"hook points of model turn {k}", list_items(datatable, docstring), observed)
     akc.evidence.require(f"hook dispatches in model turn {k}", observed)
@@ -839,6 +960,7 @@ def then_turn_points(akc: ScenarioContext, k: str, datatable: Any = None, docstr
 @then(parsers.re(r"the hook points of model call (?P<k>\d+) include, in order:$"))
 def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None, docstring: Any = None) -> None:
     """These points appear in model turn k in this order (others may come between)."""
+    akc.require_points_dispatched([TURN_START[akc.profile], *list_items(datatable, docstring)])
     observed = akc.model_turn_points(int(k))
     expect_subsequence(f"hook points of model turn {k}", list_items(datatable, docstring), observed)
     akc.evidence.require(f"hook dispatches in model turn {k}", observed)
@@ -847,6 +969,7 @@ def then_turn_points_include(akc: ScenarioContext, k: str, datatable: Any = None
 @then("the hook points were dispatched in the order:")
 def then_all_points(akc: ScenarioContext, datatable: Any = None, docstring: Any = None) -> None:
     """Exactly these points, in this order, over the whole run."""
+    akc.require_points_dispatched(list_items(datatable, docstring))
     observed = akc.dispatched_points()
     expect_order("hook points of the run", list_items(datatable, docstring), observed)
     akc.evidence.require("hook dispatches in the run", observed)
@@ -858,6 +981,8 @@ def then_point_count(akc: ScenarioContext, point: str, n: str) -> None:
     akc._check_point(point)
     if int(n) == 0:
         akc.require_kernel_ran()
+    else:
+        akc.require_points_dispatched([point])
     expect_equal(f"dispatches of {point}", int(n), len(akc.hook_dispatches(point)))
     akc.evidence.saw(f"{point} dispatched {n} times")
 

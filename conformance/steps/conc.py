@@ -267,5 +267,5 @@ def conc_then_refused_or_sequential(akc: ScenarioContext, field: str, a: str, b:
         return
     if "ignore" not in allowed:
         raise ConformanceFailure("the configuration", f"rejected, naming {field}", "accepted")
-    expect_no_overlap(akc, [a, b])  # fails naming a call that did not run
+    expect_no_overlap(akc, [a, b])  # honouring the declaration is this rule's own subject
     akc.evidence.saw(f"the declaration was ignored: interactive calls {a} and {b} ran one at a time")

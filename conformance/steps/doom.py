@@ -24,7 +24,9 @@ def doom_subtype(akc: ScenarioContext) -> str:
 
 @then("the run ends with the adapter's doom-loop subtype")
 def doom_then_subtype(akc: ScenarioContext) -> None:
-    """The last user message's subtype is AdapterInfo.doom_loop_subtype."""
+    """The last user message's subtype is AdapterInfo.doom_loop_subtype (a run that raised blocks
+    the check: DOOM-010's subject)."""
+    akc.require_no_raise_at_limit()
     expect_equal("subtype of the run (the adapter's doom_loop_subtype)", doom_subtype(akc), akc.outcome().subtype)
     akc.evidence.saw(f"the run ended with the declared doom-loop subtype {doom_subtype(akc)!r}")
 

@@ -41,7 +41,8 @@ def _tool_result(akc: ScenarioContext, k: int, cid: str) -> dict[str, Any]:
 def then_error_result_mentions(akc: ScenarioContext, cid: str, k: str, words: str) -> None:
     """The call's tool_result is_error, and its text contains each quoted word (any case)."""
     result = _tool_result(akc, int(k), cid)
-    if result.get("is_error") is not True:
+    flag_carried = akc.carries(int(k), "tool-error-flag") or "is_error" in result
+    if flag_carried and result.get("is_error") is not True:
         raise ConformanceFailure(f"tool_result of call {cid} in model request {k}", "is_error: true", result)
     text = str(result.get("content", "")).lower()
     missing = [w for w in quoted(words) if w.lower() not in text]
@@ -92,7 +93,9 @@ def then_plan_items(akc: ScenarioContext, k: str, ids: str | None, none: str | N
     expected = [] if none else split_ids(ids or "")
     _, calls_k = streamed_message(akc, turn - 1)
     akc.evidence.require(f"tool calls in the message of model turn {turn}", calls_k)
-    # No plan handed over: not exercised (LOOP-009 wants the dispatch).
+    # No plan handed over: blocked by LOOP-009 when the kernel never dispatches it (a check not
+    # about plan-ready), else not exercised in this turn.
+    akc.require_points_dispatched(["plan-ready"])
     akc.evidence.require(f"plan-ready dispatched in model turn {turn}", pr, mandatory=False)
     if len(pr) != 1:
         raise ConformanceFailure(f"plan-ready dispatches in model turn {turn}", 1, len(pr))

@@ -16,6 +16,7 @@ from conformance.errors import ConformanceFailure, HarnessError, expect_equal, s
 from conformance.steps.common import ScenarioContext, table_rows
 from conformance.steps.ident import check_stored_turn, expected_top_turn, message_turn, stored_turn
 from conformance.steps.msg import expected_rows, loose, loosely
+from conformance.steps.turn import event_turn_id, journal_writes, stored_status, turn_events, turn_hooks, turn_id_of
 
 
 def _stored_turns(akc: ScenarioContext, turn_id: Any) -> list[TurnRecord]:
@@ -146,6 +147,7 @@ def journal_then_tool_calls(akc: ScenarioContext, datatable: list[list[str]]) ->
         if not isinstance(rec.duration_ms, int | float) or rec.duration_ms < 0:
             raise ConformanceFailure(f"duration in {where}", "a duration (>= 0 ms)", rec.duration_ms)
         if row.get("approval"):
+            akc.require_approver_asked(call_id)
             expect_equal(f"approval in {where}", row["approval"], rec.approval)
 
 
@@ -176,3 +178,96 @@ def journal_then_finished_with(akc: ScenarioContext, k: str, status: str) -> Non
     expect_equal(f"status of the stored turn of message {k}", status, stored[-1].status)
     akc.evidence.saw(f"the turn of message {k} finished in the journal with {status!r}")
 
+
+# ============================================================================ the order of stored writes (issue 21)
+# 000's steps fix when each write happens: the user message is stored (step 2) before the model is
+# called (step 5); post_api_request fires, then the assistant message is stored; post_tool_call
+# and transform_tool_result fire (tool steps 5, 6), then the tool call is stored (7); the final
+# answer is stored (5), then the final status (6). Each order is read on the harness's one event
+# log: the journal writes the adapter reports (Doubles.journal_write) among the hook dispatches
+# and model requests the doubles saw.
+
+
+def _turn_writes(akc: ScenarioContext, k: int, op: str) -> list[dict[str, Any]]:
+    tid = turn_id_of(akc, k)
+    return [w for w in journal_writes(akc) if w["op"] == op and event_turn_id(w) == tid]
+
+
+def _role(write: dict[str, Any]) -> Any:
+    record = write.get("record")
+    return record.get("role") if isinstance(record, dict) else None
+
+
+def _user_before_model(akc: ScenarioContext, k: int) -> str:
+    requests = akc.evidence.require(f"model calls of user message {k}", turn_events(akc, k, "model_request"))
+    users = [w for w in _turn_writes(akc, k, "append_message") if _role(w) == "user"]
+    if not users or users[0]["seq"] > requests[0]["seq"]:
+        raise ConformanceFailure(
+            f"the user message of user message {k}", "stored (append_message) before the turn's first model call",
+            "stored after it" if users else "never stored under the turn",
+        )
+    return "the user message stored before the first model call"
+
+
+def _assistant_after_post_api(akc: ScenarioContext, k: int) -> str:
+    posts = akc.evidence.require(f"post_api_request dispatches of user message {k}",
+                                 [e for e in turn_hooks(akc, k) if e["point"] == "post_api_request"])
+    stored = [w for w in _turn_writes(akc, k, "append_message") if _role(w) == "assistant"]
+    if len(stored) < len(posts):
+        raise ConformanceFailure(f"assistant messages stored for user message {k}", f"one per answered model call ({len(posts)})", len(stored))
+    for i, (post, write) in enumerate(zip(posts, stored, strict=False), start=1):
+        if write["seq"] < post["seq"]:
+            raise ConformanceFailure(f"assistant message {i} of user message {k}", "stored after its post_api_request", "stored before it")
+    return f"{len(posts)} assistant messages stored, each after its post_api_request"
+
+
+def _tool_call_after_hooks(akc: ScenarioContext, k: int) -> str:
+    """Per model call: when the n-th tool call of its response is stored, n post_tool_call and n
+    transform_tool_result dispatches of that model call have happened (calls identified by count,
+    the hooks' payloads being free)."""
+    requests = turn_events(akc, k, "model_request")
+    hooks = turn_hooks(akc, k)
+    records = akc.evidence.require(f"tool calls stored for user message {k}", _turn_writes(akc, k, "record_tool_call"))
+    bounds = [r["seq"] for r in requests] + [float("inf")]
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        stored = [w for w in records if lo < w["seq"] < hi]
+        for n, write in enumerate(stored, start=1):
+            for point in ("post_tool_call", "transform_tool_result"):
+                before = [e for e in hooks if e["point"] == point and lo < e["seq"] < write["seq"]]
+                if len(before) < n:
+                    call = (write.get("record") or {}).get("call_id")
+                    raise ConformanceFailure(
+                        f"the tool call {call} of user message {k}", f"stored after its {point} ({n} dispatches before it)",
+                        f"{len(before)} {point} dispatches before it was stored",
+                    )
+    return f"{len(records)} tool calls stored, each after its post_tool_call and transform_tool_result"
+
+
+def _final_answer_before_status(akc: ScenarioContext, k: int) -> str:
+    final = stored_status(akc, k)
+    finishes = akc.evidence.require(f"finish_turn writes of user message {k}",
+                                    [w for w in _turn_writes(akc, k, "finish_turn") if (w.get("record") or {}).get("status") == final])
+    answers = [w for w in _turn_writes(akc, k, "append_message")
+               if _role(w) == "assistant" and not (w.get("record") or {}).get("tool_calls")]
+    answer = akc.evidence.require(f"the final answer of user message {k} stored", answers)[-1]
+    if answer["seq"] > finishes[0]["seq"]:
+        raise ConformanceFailure(f"the final answer of user message {k}", f"stored before the final status {final!r}", "stored after it")
+    return f"the final answer stored before the status {final!r}"
+
+
+_WRITE_ORDERS = {
+    "store the user message before the first model call": _user_before_model,
+    "store each assistant message after its post_api_request": _assistant_after_post_api,
+    "store each tool call after its post_tool_call and transform_tool_result": _tool_call_after_hooks,
+    "store the final answer before the final status": _final_answer_before_status,
+}
+
+
+@then(parsers.re(r"the journal writes of user message (?P<k>\d+) (?P<rule>.+)$"))
+def journal_then_write_order(akc: ScenarioContext, k: str, rule: str) -> None:
+    """One order of 000's steps between a journal write and what comes before or after it."""
+    check = _WRITE_ORDERS.get(rule)
+    if check is None:
+        raise HarnessError(f"unknown write order {rule!r}; known: {sorted(_WRITE_ORDERS)}")
+    akc.require_kernel_ran()
+    akc.evidence.saw(check(akc, int(k)))

@@ -25,6 +25,19 @@ def cancel_point(akc: ScenarioContext) -> str:
     return f"the start of call {c.call_id}"
 
 
+def _missing_dispatch(akc: ScenarioContext) -> str:
+    """The dispatch the cancel point waits for, and how far the kernel got towards it."""
+    c = akc.scenario.cancel
+    assert c is not None
+    if c.at == "model_call":
+        return f"model call {c.index + 1} (it made {len(akc.model_requests())})"
+    if c.at == "hook":
+        made = sum(1 for e in akc.events("hook") if e.get("point") == c.point)
+        return f"dispatch {c.occurrence + 1} of {c.point} (it dispatched {c.point} {made} times)"
+    started = [e["call_id"] for e in akc.tool_starts()]
+    return f"the tool call {c.call_id} (it started {', '.join(started) or 'none'})"
+
+
 def cancel_event(akc: ScenarioContext) -> dict[str, Any]:
     """The harness's cancel, recorded as evidence. Every STOP scenario scripts a run that reaches
     its cancel point, so a kernel that never got there (it never made the model call, dispatched
@@ -40,7 +53,9 @@ def cancel_event(akc: ScenarioContext) -> dict[str, Any]:
         raise ConformanceFailure(
             f"the scenario's cancel point ({where})",
             "reached (the scenario scripts a run that gets there)",
-            f"never reached: {len(akc.model_requests())} model calls, {len(akc.tool_starts())} tool calls",
+            f"never reached: the kernel never made {_missing_dispatch(akc)} "
+            f"({len(akc.model_requests())} model calls, {len(akc.tool_starts())} tool calls, "
+            f"{len(akc.events('hook'))} hook dispatches in all)",
         )
     akc.evidence.saw(f"the harness cancelled the turn at {cancel_point(akc)}")
     return cancels[0]

@@ -198,7 +198,9 @@ def _observable(akc: ScenarioContext, tags: list[str]) -> dict[str, Any]:
     ]
     akc.evidence.require(f"TurnInfos carrying the tags {show(sorted(tags))}", reached)
     requests = [_masked({"messages": list(r.get("messages") or []), "tools": r.get("tools") or []}, tags) for r in akc.model_requests()]
-    calls = [(e["call_id"], e["name"], e["args"]) for e in akc.tool_starts()]
+    # By call id, not in start order: 000 runs the calls of one response in parallel, so two of
+    # them may start in either order (issue 21 §2); ids are the model's, unique in a scenario.
+    calls = sorted(((e["call_id"], e["name"], e["args"]) for e in akc.tool_starts()), key=repr)
     replies = [(o.status, o.reply) for o in akc.result.outcomes]
     return {"requests": requests, "tool calls": calls, "outcomes": replies}
 

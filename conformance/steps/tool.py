@@ -84,6 +84,9 @@ def then_tool_result_content(akc: ScenarioContext, k: str, err: str | None, call
     akc.require_call_served(call_id)
     result = tool_result(akc, int(k), call_id)
     expect_equal(f"content of the tool result for {call_id} in model request {k}", content, result.get("content"))
+    if err and not akc.carries(int(k), "tool-error-flag") and "is_error" not in result:
+        akc.evidence.saw(f"the tool result of {call_id} in model request {k} (judged on its text: the kernel's model API has no error flag)")
+        return
     if err:
         expect_equal(f"is_error of the tool result for {call_id} in model request {k}", True, result.get("is_error"))
     akc.evidence.saw(f"the tool result of {call_id} in model request {k}")
@@ -224,6 +227,7 @@ def then_call_approval(akc: ScenarioContext, call_id: str, decision: str) -> Non
     records = _records(akc, call_id)
     if not records:
         raise ConformanceFailure(f"stored record of tool call {call_id}", "one", "none")
+    akc.require_approver_asked(call_id)
     approval = records[0].approval
     if approval is None or decision.lower() not in str(approval).lower():
         raise ConformanceFailure(f"approval stored with tool call {call_id}", decision, approval)
@@ -282,6 +286,7 @@ def then_once_per_call_after(akc: ScenarioContext, point: str) -> None:
 def then_each_after_one_more(akc: ScenarioContext, a: str, b: str) -> None:
     """The i-th dispatch of ``b`` has at least i dispatches of ``a`` before it: per call, ``a``
     fires before ``b``, whatever the payloads say."""
+    akc.require_points_dispatched([a, b])
     bs = akc.evidence.require(f"dispatches of {b}", akc.hook_dispatches(b))
     a_seqs = [e["seq"] for e in akc.hook_dispatches(a)]
     for i, e in enumerate(bs, start=1):
@@ -290,3 +295,19 @@ def then_each_after_one_more(akc: ScenarioContext, a: str, b: str) -> None:
             raise ConformanceFailure(f"dispatch {i} of {b}", f"after {i} dispatches of {a}", f"after {before}")
     akc.evidence.saw(f"each {b} after its {a}")
 
+
+@then("every call that went to the approver is stored with the decision the approver gave for it")
+def tool_then_each_approval_stored(akc: ScenarioContext) -> None:
+    """TOOL-017 over several approvals in one response: the approver's log says which call got
+    which decision (calls of one response may be asked about in any order); each call's stored
+    record holds its own decision."""
+    asked = akc.evidence.require("calls the approver was asked about", akc.events("approval"))
+    records = akc.result.journal.tool_calls
+    for e in asked:
+        request = e.get("request") if isinstance(e.get("request"), dict) else {}
+        call_id = request.get("call_id")
+        found = [r for r in records if r.call_id == call_id]
+        if len(found) != 1:
+            raise ConformanceFailure(f"journal records of call {call_id}", "exactly one", [r.call_id for r in records])
+        expect_equal(f"approval stored for call {call_id} (the approver answered {e['decision']!r})", e["decision"], found[0].approval)
+    akc.evidence.saw(f"{len(asked)} approvals, each stored with its own call")

@@ -21,6 +21,7 @@ from conformance.errors import (
     expect_order,
     show,
 )
+from conformance.boundary.scenario import ModelResponse
 from conformance.steps.common import ScenarioContext, list_items
 
 # ========================================================================== shared helpers
@@ -405,6 +406,7 @@ def then_payload_field(akc: ScenarioContext, point: str, key: str, value: str) -
     """Every dispatch of this point (as the first hook of its chain saw it) has this field value."""
     akc._check_point(point)
     expected = parse_json(value, "payload value")
+    akc.require_points_dispatched([point])
     dispatches = akc.evidence.require(f"dispatches of {point}", akc.hook_dispatches(point))
     for e in dispatches:
         payload = e["payload"] if isinstance(e["payload"], dict) else {}
@@ -529,3 +531,48 @@ def then_user_stored(akc: ScenarioContext, text: str) -> None:
         raise ConformanceFailure("stored messages", f"the user message {text!r}", stored)
     akc.evidence.saw(f"the journal holds the user message {text!r}")
 
+
+@given(parsers.re(r"the model fails with a (?P<kind>timeout|broken stream)(?: after (?P<after>\d+) chunks?)?$"))
+def given_model_fails_without_status(akc: ScenarioContext, kind: str, after: str | None) -> None:
+    """The next model call fails with no HTTP status: no answer in time, or a stream that breaks
+    off (after n streamed chunks)."""
+    error = {"kind": kind.replace(" ", "_"), "status": 500, "after_chunks": int(after or 0)}
+    akc.add_response(ModelResponse(text="partial", error=error))
+
+
+@given(parsers.re(r"on_session_end of user message (?P<k>\d+) is still running when user message (?P<j>\d+) could start$"))
+def given_session_end_held(akc: ScenarioContext, k: str, j: str) -> None:
+    """Hold the on_session_end dispatch of user message k's turn (its k-th, one per turn) while
+    another turn may start: a kernel that released the session lock before it shows the waiting
+    message's turn inside it (Scenario.hold_hooks)."""
+    akc.merge({"hold_hooks": [*[h.model_dump() for h in akc.scenario.hold_hooks], {"point": "on_session_end", "occurrence": int(k) - 1}]})
+
+
+@then(parsers.re(r"no hook, model call or tool call of user message (?P<j>\d+) came while the on_session_end of user message (?P<k>\d+) ran$"))
+def then_lock_held_through_session_end(akc: ScenarioContext, j: str, k: str) -> None:
+    """000 step 1 and 6: the session lock is taken for the whole turn, and on_session_end is part
+    of the turn; the message waiting on the lock starts nothing until it has returned."""
+    akc.require_kernel_ran()
+    first, second = turn_id_of(akc, int(k)), turn_id_of(akc, int(j))
+    ends = akc.evidence.require(
+        f"the on_session_end dispatch of user message {k}",
+        [e for e in akc.hook_dispatches("on_session_end") if event_turn_id(e) == first],
+    )
+    returned = akc.evidence.require(
+        f"the held on_session_end of user message {k} returned",
+        [e for e in akc.events("hook_returned") if e["point"] == "on_session_end" and event_turn_id(e) == first],
+    )
+    start, end = ends[0]["seq"], returned[0]["seq"]
+    akc.evidence.require(
+        f"user message {j} submitted before the on_session_end of user message {k}",
+        [e for e in akc.events("submit") if e["message"] == int(j) - 1 and e["seq"] < start],
+        mandatory=False,
+    )
+    early = [e for e in akc.events(*TURN_EVENTS) if event_turn_id(e) == second and start < e["seq"] < end]
+    if early:
+        what = early[0].get("point") or early[0]["kind"]
+        raise ConformanceFailure(
+            f"the turn of user message {j}", f"nothing before the on_session_end of user message {k} returned (the session lock held)",
+            f"{what} while it ran",
+        )
+    akc.evidence.saw(f"user message {j} waited until the on_session_end of user message {k} returned")

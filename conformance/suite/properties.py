@@ -105,9 +105,12 @@ def context(profile: str = "kernel", name: str = "property") -> Any:
     state = _state()
     if profile not in state.info.profiles:
         raise Unsupported(f"the adapter does not claim the {profile} profile")
+    check = state.checks.get(state.current) if state.current is not None else None
     return ScenarioContext(
         adapter=state.adapter, info=state.info, runner=state.portal(), profile=profile, name=name,
         evidence=state.evidence_log(None),
+        # the property's own requirement ids: what its failures and blocks are judged against
+        requirement_ids=list(check.requirement_ids) if check is not None else [],
     )
 
 

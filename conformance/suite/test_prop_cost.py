@@ -157,7 +157,7 @@ def test_prop_cost_rolls_up_the_session_tree(plan: Plan, root_max: float | None,
         label = f"session {i} in creation order (depth {expected.depth}) {where}"
         expect_equal(f"depth of {label}", expected.depth, view.depth)
         expect_equal(f"model requests of {label}", expected.requests, len(view.requests))
-        subtype = end_subtype(view)
+        subtype = end_subtype(view, ctx)
         if expected.fired and (subtype == "success" or subtype is None):
             raise ConformanceFailure(f"subtype of {label}", "a fired cost bound (not success)", repr(subtype))
         if not expected.fired and subtype != "success":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import assume, example, given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from conformance.errors import ConformanceFailure, expect_order
@@ -36,18 +36,16 @@ VALUES: dict[str, tuple[str, str, dict[str, Any]]] = {
 SEPARATORS = [(",", ":"), (", ", ": "), (" , ", " : "), (",\n  ", ":\t")]
 
 
-def fires_at(labels: list[str], threshold: int, interactive_breaks: bool) -> int | None:
-    """1-based turn at which `threshold` identical resource/data-source calls end a run."""
+def fires_at(labels: list[str], threshold: int) -> int | None:
+    """1-based turn at which `threshold` identical resource/data-source calls end a run
+    (interactive calls are not in the window)."""
     hashes: list[str] = []
     for turn, label in enumerate(labels, 1):
         if VALUES[label][1] == "interactive":
-            if not interactive_breaks:
-                continue
-            hashes.append(f"interactive {turn}")  # never equal to anything
-        else:
-            hashes.append(label)
+            continue
+        hashes.append(label)
         recent = hashes[-threshold:]
-        if len(recent) == threshold and len(set(recent)) == 1 and not recent[0].startswith("interactive"):
+        if len(recent) == threshold and len(set(recent)) == 1:
             return turn
     return None
 
@@ -86,8 +84,9 @@ def canonical(labels: list[str]) -> list[str]:
 def check_sequence(name: str, threshold: int, labels: list[str], raws: list[str]) -> None:
     """Script the calls (one per turn) up to where the detector should fire, then a plain answer,
     and check the kernel fired exactly there (or never)."""
-    k = fires_at(labels, threshold, interactive_breaks=False)
-    assume(k == fires_at(labels, threshold, interactive_breaks=True))
+    # 003 compares "the most recent threshold resource/data-source calls": interactive calls
+    # between identical ones are not in that window and do not break the run (issue 21).
+    k = fires_at(labels, threshold)
     ran_until = k if k is not None else len(labels)
     ctx = context("kernel", name)
     ctx.add_tool(ToolDef(name="lookup", kind="data_source", concurrency=ConcurrencySpec(safe=True)))
@@ -137,10 +136,11 @@ def test_prop_doom_loop_threshold(threshold: int, n: int) -> None:
     check_sequence("doom loop fires at the configured threshold", threshold, labels, canonical(labels))
 
 
-@requirement("DOOM-008", profile="kernel")
+@requirement("DOOM-008", profile="kernel", dims=["kinds=interactive_only", "kinds=data_source_between_interactive", "calls_per_response=1"])
 @PROPERTY_SETTINGS
 @given(case=doom_cases(("A", "I"), (3, 4)))
 @example(case=(3, ["I", "I", "I", "A"], ['{"q":1,"r":"x","s":[1,2],"t":{"u":null,"v":true}}'] * 4))
+@example(case=(3, ["A", "I", "A", "I", "A"], ['{"q":1,"r":"x","s":[1,2],"t":{"u":null,"v":true}}'] * 5))
 def test_prop_doom_loop_ignores_interactive_calls(case: tuple[int, list[str], list[str]]) -> None:
     """Interactive calls never count, however often they repeat (arguments as canonical text)."""
     threshold, labels, _raws = case

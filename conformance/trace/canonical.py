@@ -82,7 +82,8 @@ class ModelResponseEvent(_Event):
 class ModelErrorEvent(_Event):
     kind: Literal["model_error"] = "model_error"
     index: int
-    status: int
+    #: None for a failure without an HTTP status (a timeout, a broken stream).
+    status: int | None
     message: str
 
 
@@ -221,6 +222,8 @@ class Trace(BaseModel):
     feature: str
     scenario: str
     profile: str
+    #: The requirement ids the scenario checks (its tags): for the reader of a diff, never compared.
+    requirements: list[str] = Field(default_factory=list)
     kernel: TraceKernel
     #: Costs are rounded to this many decimal places (USD).
     cost_digits: int = COST_DIGITS
@@ -424,8 +427,8 @@ def observed_events(log: list[JSON]) -> list[JSON]:
                     "turn": e.get("turn"),
                 }
             )
-        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout", "finish_order_unmet"):
-            continue  # the journal is in the report already; submissions are the harness's own
+        elif kind in ("journal_write", "submit", "submission_timeout", "hold_timeout", "finish_order_unmet", "hook_returned"):
+            continue  # the journal is in the report already; submissions and holds are the harness's own
         else:
             detail = {k: v for k, v in e.items() if k not in ("seq", "kind", "call_id")}
             out.append({"kind": kind, "call_id": e.get("call_id"), "detail": detail})
@@ -489,7 +492,7 @@ def sequential_lanes(log: list[JSON], scenario: Any) -> dict[str, str]:
     return shared
 
 
-def build_trace(run: Any, *, feature: str, scenario: str, info: Any) -> Trace:
+def build_trace(run: Any, *, feature: str, scenario: str, info: Any, requirements: list[str] | None = None) -> Trace:
     """The canonical trace of a :class:`~conformance.harness.runner.ScenarioRun` (its last run)."""
     tail, spans = reported_events(run)
     log = list(run.log)
@@ -499,6 +502,7 @@ def build_trace(run: Any, *, feature: str, scenario: str, info: Any) -> Trace:
         feature=feature,
         scenario=scenario,
         profile=str(run.scenario.profile),
+        requirements=sorted(requirements or []),
         kernel=TraceKernel(
             name=str(getattr(info, "name", "?")),
             version=str(getattr(info, "version", "?")),
@@ -560,7 +564,9 @@ def clear_traces(folder: str | Path) -> int:
 
 def dump(trace: Trace) -> str:
     """The trace as JSON with one event per line (small, and a line diff is an event diff)."""
-    data = trace.model_dump(mode="json")
+    from conformance.report.escape import json_safe
+
+    data = json_safe(trace.model_dump(mode="json"))  # kernel text: no lone surrogate in a UTF-8 file
     events = data.pop("events")
     head = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in data.items()]
     body = ",\n".join("    " + json.dumps(e, ensure_ascii=False) for e in events)

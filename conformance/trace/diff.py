@@ -82,8 +82,8 @@ def divergence_kind(a: JSON | None, b: JSON | None, path: str = "") -> str:
     """A name for what differs, for the summary: "hook order", "tool results", "span attributes"..."""
     event = a if a is not None else b
     kind = str((event or {}).get("kind"))
-    if a is None or b is None:
-        return f"{_KIND_NAMES.get(kind, kind)}: missing on one side"
+    if a is None or b is None:  # an event on one side only: "extra model request in B", not a shift
+        return f"extra {_ONE_EVENT.get(kind, kind)} in {'A' if b is None else 'B'}"
     if a.get("kind") != b.get("kind"):
         return "event order"
     if kind == "hook":
@@ -99,6 +99,15 @@ _KIND_NAMES = {
     "hook": "hooks", "model_request": "model requests", "model_response": "model responses", "model_error": "model errors",
     "tool_start": "tool calls", "tool_end": "tool results", "policy": "policy prechecks", "approval": "approvals",
     "usage": "usage", "outcome": "outcome", "end": "outcome", "raised": "outcome", "rejected": "outcome", "span": "spans",
+}
+
+
+#: One event of a kind, for "extra … in A/B".
+_ONE_EVENT = {
+    "hook": "hook dispatch", "model_request": "model request", "model_response": "model response",
+    "model_error": "model error", "tool_start": "tool call", "tool_end": "tool result", "policy": "policy precheck",
+    "approval": "approval", "usage": "usage event", "outcome": "outcome", "end": "end of run", "raised": "raised error",
+    "rejected": "rejection", "span": "span",
 }
 
 
@@ -119,6 +128,8 @@ class Divergence(BaseModel):
     feature: str
     scenario: str
     name: str
+    #: The requirement ids the scenario checks (from the traces).
+    requirements: list[str] = Field(default_factory=list)
     #: Index in the (normalised) event lists of the first differing event.
     index: int
     #: The first differing field inside that event (e.g. ``messages[3]``), "" for the event itself.
@@ -246,10 +257,12 @@ def compare(
         if found:
             path, xv, yv = found
     lo = max(0, index - context)
+    aligned = spots(ea, eb)
     return Divergence(
         feature=a.feature,
         scenario=a.scenario,
         name=name or a.scenario,
+        requirements=sorted(set(a.requirements) | set(b.requirements)),
         index=index,
         path=path,
         a=x,
@@ -260,8 +273,10 @@ def compare(
         context_b=[(i, eb[i]) for i in range(lo, min(len(eb), index + context + 1))],
         a_events=len(ea),
         b_events=len(eb),
-        kind=divergence_kind(x, y, path),
-        spots=spots(ea, eb),
+        # what the aligned diff says differs first: an inserted event is "extra … in B", where
+        # the positional comparison would see every later event shifted ("hook order")
+        kind=aligned[0].kind if aligned else divergence_kind(x, y, path),
+        spots=aligned,
     )
 
 
@@ -393,7 +408,8 @@ def print_diff(result: DiffResult, console: Any = None, all_spots: bool = False)
     if result.differences:
         console.print(f"A = {escape(result.a)}\nB = {escape(result.b)}\n", highlight=False)
     for d in result.differences:
-        table = Table(title=escape(f"{d.feature} / {d.scenario}"), title_justify="left", show_lines=False, expand=False)
+        reqs = f"  [{', '.join(d.requirements)}]" if d.requirements else ""
+        table = Table(title=escape(f"{d.feature} / {d.scenario}{reqs}"), title_justify="left", show_lines=False, expand=False)
         table.add_column("#", justify="right", no_wrap=True)
         table.add_column("A", overflow="fold")
         table.add_column("", no_wrap=True)
@@ -406,7 +422,8 @@ def print_diff(result: DiffResult, console: Any = None, all_spots: bool = False)
                 if d.path:
                     left += f"\n  {d.path.split(' (')[0]}: {_short(d.a_value, 120)}"
                     right += f"\n  {d.path.split(' (')[0]}: {_short(d.b_value, 120)}"
-                table.add_row(str(i), f"[bold red]{escape(left)}[/]", "≠", f"[bold green]{escape(right)}[/]")
+                # A and B in one style: neither side is "wrong"
+                table.add_row(str(i), f"[bold]{escape(left)}[/]", "≠", f"[bold]{escape(right)}[/]")
             else:
                 mark = "" if x == y else ("·" if i > d.index else "≠")
                 style = "dim" if i < d.index else ""
@@ -415,7 +432,7 @@ def print_diff(result: DiffResult, console: Any = None, all_spots: bool = False)
                 table.add_row(str(i), f"[{style}]{left}[/]" if style else left, mark, f"[{style}]{right}[/]" if style else right)
         console.print(table)
         where = f"event {d.index}" + (f", {d.path}" if d.path else "")
-        console.print(f"  first divergence at {escape(where)}:", highlight=False)
+        console.print(f"  first divergence at {escape(where)} ({escape(d.kind)}):", highlight=False)
         console.print(f"    A: {escape(_short(d.a_value, 200))}", highlight=False)
         console.print(f"    B: {escape(_short(d.b_value, 200))}", highlight=False)
         if all_spots and len(d.spots) > 1:

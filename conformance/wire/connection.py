@@ -18,6 +18,7 @@ import os
 import shlex
 import signal
 import tempfile
+import time
 from typing import Any
 
 import anyio
@@ -28,7 +29,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 import conformance
 from conformance.boundary.adapter import AdapterInfo
 from conformance.errors import UsageError
-from conformance.wire import validate
+from conformance.wire import reaper, validate
 from conformance.wire.messages import PROTOCOL_VERSION
 
 #: Seconds a kernel process gets to answer ``start`` (it may have a runtime to boot).
@@ -36,6 +37,10 @@ START_TIMEOUT_S = float(os.environ.get("AKC_STDIO_START_TIMEOUT", "20"))
 #: Longest line accepted from the kernel (a RunResult with a big journal is one line).
 MAX_LINE = 64 * 1024 * 1024
 STDERR_TAIL_LINES = 15
+#: Bytes of writes to the kernel's stdin waiting at once (callbacks answered, the answers not
+#: taken) past which the kernel is taken to have stopped reading: the run ends there, so the
+#: harness's memory stays bounded.
+MAX_UNSENT_BYTES = 8 << 20
 GARBAGE_PREVIEW = 200
 
 #: ``AKC_WIRE_LOG=path``: append every line, both ways, to this file (``→`` harness to kernel,
@@ -43,6 +48,8 @@ GARBAGE_PREVIEW = 200
 _WIRE_LOG = os.environ.get("AKC_WIRE_LOG")
 
 _LIVE_PIDS: set[int] = set()
+#: Each kernel process's tag (conformance.wire.reaper), by pid.
+_TAGS: dict[int, str] = {}
 _KEEPERS: set[Any] = set()
 
 
@@ -55,18 +62,13 @@ class AdapterErrored(Exception):
 
 
 def kill_group(pid: int) -> None:
-    """SIGKILL the kernel's process group (it leads its own session), or the process alone."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (OSError, AttributeError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    """SIGKILL the kernel's process group (it leads its own session), the process, and every
+    descendant, those that called ``setsid()`` included (:mod:`conformance.wire.reaper`)."""
+    reaper.end_all(pid, _TAGS.pop(pid, None))
 
 
 def _kill_leftovers() -> None:
-    """At interpreter exit: no kernel process (nor its children) outlives the harness."""
+    """At interpreter exit: no kernel process (nor its descendants) outlives the harness."""
     for pid in list(_LIVE_PIDS):
         kill_group(pid)
 
@@ -86,7 +88,10 @@ def loop_token() -> Any:
 
 
 def _dumps(msg: dict[str, Any]) -> bytes:
-    return (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    try:
+        return (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate the kernel sent, echoed back: as a JSON escape
+        return (json.dumps(msg, separators=(",", ":")) + "\n").encode("ascii")
 
 
 class Connection:
@@ -102,6 +107,10 @@ class Connection:
         self.lines_read = 0
         self._next_id = 0
         self._write_lock = anyio.Lock()
+        #: Writes to stdin not finished yet (and their bytes), and when stdin last took one.
+        self.unsent = 0
+        self.unsent_bytes = 0
+        self._stdin_moved = time.monotonic()
         #: ids of our own pending requests → method (to validate their responses).
         self._ours: dict[int, str] = {}
         self._released = anyio.Event()
@@ -122,7 +131,8 @@ class Connection:
 
     async def open(self) -> None:
         self.stderr_file = tempfile.TemporaryFile(prefix="akc-kernel-stderr-")
-        env = dict(os.environ, AKC_PROTOCOL=str(PROTOCOL_VERSION))
+        tag = reaper.new_tag()
+        env = dict(os.environ, AKC_PROTOCOL=str(PROTOCOL_VERSION), **{reaper.TAG_VAR: tag})
         try:
             self.process = await anyio.open_process(
                 self.command, stdin=-1, stdout=-1, stderr=self.stderr_file, env=env, start_new_session=os.name == "posix"
@@ -132,6 +142,7 @@ class Connection:
             raise UsageError(f"adapter 'stdio:{shlex.join(self.command)}': cannot start {self.command[0]!r} ({exc.strerror})") from None
         self.token = loop_token()
         _LIVE_PIDS.add(self.process.pid)
+        _TAGS[self.process.pid] = tag
         self._spawn_keeper()
         assert self.process.stdout is not None
         self.stdout = BufferedByteReceiveStream(self.process.stdout)
@@ -276,11 +287,33 @@ class Connection:
         proc = self.process
         if proc is None or proc.stdin is None:
             raise WireError("the kernel process is gone")
-        async with self._write_lock:
-            try:
-                await proc.stdin.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                raise await self.died("a write to its stdin") from None
+        if self.unsent_bytes + len(data) > MAX_UNSENT_BYTES:
+            raise WireError(self.stdin_stalled(0.0) or "the kernel stopped reading its stdin")
+        if self.unsent == 0:
+            self._stdin_moved = time.monotonic()
+        self.unsent += 1
+        self.unsent_bytes += len(data)
+        try:
+            async with self._write_lock:
+                try:
+                    await proc.stdin.send(data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    raise await self.died("a write to its stdin") from None
+            self._stdin_moved = time.monotonic()
+        finally:
+            self.unsent -= 1
+            self.unsent_bytes -= len(data)
+
+    def stdin_stalled(self, after_s: float = 0.5) -> str | None:
+        """Says so when writes to the kernel's stdin have waited over ``after_s`` (for a hang
+        diagnostic, and the error past :data:`MAX_UNSENT_BYTES`)."""
+        stuck = time.monotonic() - self._stdin_moved
+        if not self.unsent or stuck < after_s:
+            return None
+        return (
+            f"the kernel has not read its stdin for {stuck:.1f} s; "
+            f"{self.unsent} message{'s' if self.unsent != 1 else ''} to it ({self.unsent_bytes} bytes, callback answers) unsent"
+        )
 
     async def receive(self, during: str) -> dict[str, Any]:
         """The next message from the kernel's stdout; WireError on EOF or a line that is not
@@ -307,6 +340,8 @@ class Connection:
             msg = json.loads(text)
         except ValueError:
             msg = None
+        except RecursionError:
+            raise WireError(f"the kernel's message on line {self.lines_read} is nested too deeply to read ({len(raw)} bytes)") from None
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
             preview = text if len(text) <= GARBAGE_PREVIEW else text[:GARBAGE_PREVIEW] + "…"
             raise WireError(

@@ -125,9 +125,19 @@ class StartResult(_Strict):
     info: AdapterInfo
 
 
+class HttpModelParams(_Strict):
+    """The scenario's model served over HTTP (docs/http-kernels.md): the base URL per dialect
+    (``anthropic``, ``openai-chat``, ``openai-responses``) and the API key to send."""
+
+    base_urls: dict[str, str]
+    api_key: str
+
+
 class RunParams(_Strict):
     seq: int
     scenario: Scenario
+    #: For a kernel that calls its model over HTTP instead of ``model.complete``.
+    http_model: HttpModelParams | None = None
 
 
 class RunOk(_Strict):
@@ -179,6 +189,16 @@ class ModelChunkParams(_Strict):
     chunk: Chunk
 
 
+class ClockParams(_Strict):
+    """``clock``: the harness clock's reading (docs/protocol.md, Clock), sent just before a
+    response or a ``model.chunk`` whenever it moved since the last one: a kernel that claims
+    ``live_clock`` reads its clock as the largest ``now`` received in the run (or the
+    ``injectable_clock`` formula, if larger); others may ignore it."""
+
+    seq: int
+    now: float
+
+
 # --------------------------------------------------------------------------- kernel → harness
 
 
@@ -199,10 +219,12 @@ class ModelCompleteResult(_Strict):
 
 
 class ModelErrorData(_Strict):
-    """``error.data`` of a scripted model API failure (code 1001)."""
+    """``error.data`` of a scripted model API failure (code 1001): ``kind`` http (with the
+    error ``status``), timeout or broken_stream (status null)."""
 
-    status: int
+    status: int | None
     message: str
+    kind: Literal["http", "timeout", "broken_stream"] = "http"
     chunks: list[Chunk] = Field(default_factory=list)
 
 
@@ -307,6 +329,7 @@ METHODS: dict[str, tuple[Direction, Any, Any]] = {
     "stop": ("harness→kernel", StopParams, StopResult),
     "cancel": ("harness→kernel", CancelParams, None),
     "model.chunk": ("harness→kernel", ModelChunkParams, None),
+    "clock": ("harness→kernel", ClockParams, None),
     "model.complete": ("kernel→harness", ModelCompleteParams, ModelCompleteResult),
     "tool.invoke": ("kernel→harness", ToolInvokeParams, ToolInvokeResult),
     "hook.dispatch": ("kernel→harness", HookDispatchParams, HookOutcome),

@@ -1,29 +1,39 @@
 #!/usr/bin/env node
-// A small agent kernel in plain JavaScript (Node 20, no npm dependencies) implementing the
+// A small agent kernel in plain JavaScript (Node 20; no npm dependencies but the optional `openai`) implementing the
 // `kernel` profile (seed 003's RunTurn) and speaking the akc stdio wire protocol
 // (docs/protocol.md): JSON-RPC 2.0, one JSON object per line. The harness's model, tools, hooks
 // and policy are callbacks; everything else (the loop, concurrency keys, bounds, doom loop, cost,
 // journal, spans, ids) is this file's own.
 //
 //   akc run --adapter 'stdio:node examples/node-kernel/kernel.js' --profile kernel
+//
+// With `--openai` its model calls go over HTTP instead, through the official `openai` npm package
+// (`npm ci` here first) to the Chat Completions base URL the run request carries
+// (docs/http-kernels.md); everything else stays a wire callback.
+//
+//   akc run --adapter 'stdio:node examples/node-kernel/kernel.js --openai' --profile kernel
 'use strict';
 
 const crypto = require('node:crypto');
 const readline = require('node:readline');
 
+const OVER_HTTP = process.argv.includes('--openai');
 const INFO = {
-  name: 'node-kernel',
+  name: OVER_HTTP ? 'node-kernel/openai' : 'node-kernel',
   version: '0.1.0',
   language: 'javascript',
   homepage: null,
   profiles: ['kernel'],
-  capabilities: ['max_cost_usd', 'max_wall_clock_s', 'injectable_clock'],
+  // live_clock: its clock follows the harness's `clock` notifications, which come with wire
+  // callbacks; a model call over HTTP brings none, so with --openai the kernel does not claim it.
+  capabilities: ['max_cost_usd', 'max_wall_clock_s', 'injectable_clock', ...(OVER_HTTP ? [] : ['live_clock'])],
   doom_loop_subtype: 'error_doom_loop',
+  dialects: OVER_HTTP ? ['openai-chat'] : [],
   // How each hook point, capability and observation maps onto this kernel: all its own.
   mechanisms: Object.fromEntries([
     'session-start', 'context-assemble', 'pre-model-call', 'post-model-response', 'pre-tool-call',
     'plan-ready', 'post-tool-call', 'post-apply', 'session-end',
-    'max_cost_usd', 'max_wall_clock_s', 'injectable_clock',
+    'max_cost_usd', 'max_wall_clock_s', 'injectable_clock', ...(OVER_HTTP ? [] : ['live_clock']),
     'policy_precheck', 'tool_kinds', 'concurrency_keys', 'terminal_tool', 'max_turns', 'final_turn',
     'doom_loop', 'usage', 'spans', 'journal', 'turn_info', 'tags', 'cancellation',
   ].map((name) => [name, { kind: 'native', via: `node-kernel ${name}` }])),
@@ -46,6 +56,29 @@ const pending = new Map(); // our request id -> {resolve, reject, onChunk, off}
 let nextId = 1;
 
 class Cancelled extends Error {}
+class ModelApiError extends Error {
+  constructor(status, message) { super(`${status} ${message}`); this.status = status; }
+}
+
+/** Our model request as a Chat Completions body (streamed, usage asked for). */
+function toChat(model, request) {
+  const messages = request.messages.map((m) => {
+    if (m.role === 'tool_result') return { role: 'tool', tool_call_id: m.call_id, content: m.content || '' };
+    if (m.role === 'assistant') {
+      const out = { role: 'assistant', content: m.text || (m.tool_calls && m.tool_calls.length ? null : '') };
+      if (m.tool_calls && m.tool_calls.length) {
+        out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args ?? {}) } }));
+      }
+      return out;
+    }
+    return { role: m.role === 'system' ? 'system' : 'user', content: m.text || '' };
+  });
+  const body = { ...(request.params || {}), model, messages, stream: true, stream_options: { include_usage: true } };
+  if (request.tools && request.tools.length) {
+    body.tools = request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description || '', parameters: t.input_schema || { type: 'object' } } }));
+  }
+  return body;
+}
 class RpcError extends Error {
   constructor(error) { super(error.message); this.code = error.code; this.data = error.data; }
 }
@@ -161,8 +194,12 @@ class Kernel {
     this.sessionTags = new Map();
   }
 
-  // The harness clock (capability injectable_clock): start + advance x model requests so far.
-  now() { return this.sc.clock.start + this.sc.clock.advance_per_model_call * this.modelCalls; }
+  // The harness clock (capabilities injectable_clock, live_clock): start + advance x model
+  // requests so far, or the harness's latest `clock` notification if that is later.
+  now() {
+    const local = this.sc.clock.start + this.sc.clock.advance_per_model_call * this.modelCalls;
+    return harnessNow === null ? local : Math.max(local, harnessNow);
+  }
 
   span(name, kind, parent, attributes = {}) {
     const s = { span_id: uuid7(), parent_id: parent, name, kind, start: this.now(), end: null, attributes };
@@ -359,12 +396,16 @@ class Kernel {
     };
     this.modelCalls += 1;
     try {
-      const result = await call(this.seq, 'model.complete', { request, turn: run.turn }, run.token, onChunk);
-      result.chunks.slice(seen).forEach(onChunk); // chunks not already streamed as notifications
+      if (OVER_HTTP) await this.openaiCall(request, run, onChunk);
+      else {
+        const result = await call(this.seq, 'model.complete', { request, turn: run.turn }, run.token, onChunk);
+        result.chunks.slice(seen).forEach(onChunk); // chunks not already streamed as notifications
+      }
       this.end(s);
     } catch (e) {
       this.end(s, { error: e.constructor.name });
       if (e instanceof RpcError && e.code === 1001) throw new Error(`model call failed: ${e.data ? e.data.status : ''} ${e.message}`);
+      if (e instanceof ModelApiError) throw new Error(`model call failed: ${e.message}`);
       throw e;
     }
     const message = { role: 'assistant' };
@@ -379,6 +420,43 @@ class Kernel {
       });
     }
     return message;
+  }
+
+  /** The model call over HTTP: our request as a streamed chat completion through the openai
+   *  package; its deltas back as our chunks. Cancelling the turn aborts the request. */
+  async openaiCall(request, run, onChunk) {
+    if (!this.http) throw new Error('the run request carries no http_model (an older harness?)');
+    const abort = new AbortController();
+    const off = run.token.on(() => abort.abort());
+    const calls = new Map();
+    let usage = null;
+    try {
+      const stream = await this.http.client.chat.completions.create(toChat(this.sc.model.name, request),
+        { signal: abort.signal, headers: { 'x-akc-turn': JSON.stringify(run.turn) } });
+      for await (const chunk of stream) {
+        for (const choice of chunk.choices || []) {
+          if (choice.delta.content) onChunk({ type: 'text', text: choice.delta.content });
+          for (const part of choice.delta.tool_calls || []) {
+            const c = calls.get(part.index) || { id: '', name: '', raw: '' };
+            c.id = part.id || c.id;
+            c.name = (part.function && part.function.name) || c.name;
+            c.raw += (part.function && part.function.arguments) || '';
+            calls.set(part.index, c);
+          }
+        }
+        if (chunk.usage) {
+          const cached = (chunk.usage.prompt_tokens_details && chunk.usage.prompt_tokens_details.cached_tokens) || 0;
+          usage = { type: 'usage', input_tokens: chunk.usage.prompt_tokens - cached, output_tokens: chunk.usage.completion_tokens, cached_input_tokens: cached };
+        }
+      }
+    } catch (e) {
+      if (run.token.cancelled) throw new Cancelled();
+      throw new ModelApiError(e.status ?? (e.error && e.error.code) ?? '', e.message);
+    } finally {
+      off();
+    }
+    [...calls.keys()].sort((a, b) => a - b).forEach((k) => { const c = calls.get(k); onChunk({ type: 'tool_use', id: c.id, name: c.name, input_json: c.raw }); });
+    if (usage) onChunk(usage);
   }
 
   onUsage(run, u) {
@@ -471,10 +549,12 @@ class Kernel {
 
 let cancelTokens = []; // tokens of the running scenario's user messages, by index
 let runningSeq = null;
+let harnessNow = null; // the largest `clock` reading of the running scenario
 
-async function onRun(id, { seq, scenario }) {
+async function onRun(id, { seq, scenario, http_model: httpModel }) {
   runningSeq = seq;
   cancelTokens = [];
+  harnessNow = null;
   const reply = (env) => out({ id, result: { seq, ...env } });
   try {
     if (scenario.profile !== 'kernel') return reply({ status: 'skipped', reason: `profile ${scenario.profile} is not implemented` });
@@ -482,6 +562,10 @@ async function onRun(id, { seq, scenario }) {
     try { kernel = new Kernel(seq, scenario); } catch (e) {
       if (e instanceof Rejected) return reply({ status: 'ok', result: { rejected: { field: e.field, message: e.message } } });
       throw e;
+    }
+    if (OVER_HTTP && httpModel) {
+      const OpenAI = require('openai'); // npm ci in examples/node-kernel
+      kernel.http = { client: new OpenAI({ baseURL: httpModel.base_urls['openai-chat'], apiKey: httpModel.api_key, maxRetries: 0 }) };
     }
     const outcomes = await kernel.runAll(cancelTokens);
     reply({ status: 'ok', result: { outcomes, journal: kernel.journal, usage: kernel.usage, spans: kernel.spans, raised: null, rejected: null } });
@@ -507,6 +591,10 @@ function onLine(line) {
   }
   if (msg.method === 'cancel') { // cancel that user message's running turn
     if (msg.params.seq === runningSeq && cancelTokens[msg.params.message]) cancelTokens[msg.params.message].cancel();
+    return;
+  }
+  if (msg.method === 'clock') { // the harness clock moved: read before the response that follows
+    if (msg.params.seq === runningSeq) harnessNow = harnessNow === null ? msg.params.now : Math.max(harnessNow, msg.params.now);
     return;
   }
   if (msg.method === 'model.chunk') {

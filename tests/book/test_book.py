@@ -100,6 +100,27 @@ def test_committed_matrix_kernels_have_pages_with_their_counts(site: Path) -> No
         assert f'href="kernel-{data.kernel_slug(k["name"])}.html"' in index
 
 
+def test_kernel_pages_show_why_each_fail_holds_beside_its_message(site: Path) -> None:
+    """Issue 22 §4: the cause of every FAIL of a committed report and its citation (or
+    "unconfirmed") stand beside the message on the kernel's page."""
+    import html as html_lib
+
+    shown = 0
+    for path in sorted(data.REPORTS_DIR.glob("*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        page = html_lib.unescape((site / f"kernel-{data.kernel_slug(path.stem)}.html").read_text(encoding="utf-8"))
+        for req in report["requirements"]:
+            cause = req.get("fail_cause")
+            if req.get("verdict") != "fail" or not cause:
+                continue
+            entry = page[page.index(f'id="{req["id"]}"'):]
+            entry = entry[: entry.find('<section class="fail"', 1) if '<section class="fail"' in entry[1:] else len(entry)]
+            assert "Why:" in entry and cause["cause"] in entry
+            assert (cause.get("source") or "unconfirmed") in entry
+            shown += 1
+    assert shown, "no committed report carries a fail_cause"
+
+
 def test_search_page_is_readable_without_javascript(site: Path) -> None:
     html = (site / "search.html").read_text(encoding="utf-8")
     assert "<noscript>" in html
@@ -228,3 +249,23 @@ def test_build_is_deterministic_apart_from_the_date(tmp_path: Path) -> None:
 def test_glossary_is_rendered(site: Path, page: str) -> None:
     html = (site / page).read_text(encoding="utf-8")
     assert "Step glossary" in html and "<table>" in html
+
+
+def test_blocked_and_not_applicable_show_their_blocker_and_reason(tmp_path: Path) -> None:
+    """One fault, one verdict (issue 22): a blocked requirement links to what blocks it; a
+    not-applicable one says why; neither reads as a pass or a FAIL."""
+    report = _report("k")
+    report["requirements"] += [  # type: ignore[operator]
+        {"id": "BOUND-002", "level": "MUST", "verdict": "blocked", "blocked_by": ["BOUND-008"],
+         "message": "blocked by BOUND-008: the run raised X (its only check blocked)",
+         "checks": [{"feature": "f", "scenario": "s", "outcome": "blocked", "blocked_by": ["BOUND-008"], "message": "blocked by BOUND-008: the run raised X"}]},
+        {"id": "CONC-008", "level": "MUST NOT", "verdict": "not-applicable", "message": "not applicable: tool_kinds declared absent", "checks": []},
+    ]
+    book = data.gather(matrix_path=None, extra_reports=[(report, "")], readings_path=tmp_path / "none.toml")
+    build_site(book, tmp_path / "site")
+    kpage = (tmp_path / "site" / "kernel-k.html").read_text(encoding="utf-8")
+    # BOUND-008 did not run here: the link goes to its catalog entry
+    assert 'Blocked by <a href="area-bound.html#BOUND-008">BOUND-008</a>' in kpage and "(its only check blocked)" in kpage
+    assert ">blocked<" in kpage and ">n/a<" in kpage and "tool_kinds declared absent" in kpage
+    area = (tmp_path / "site" / "area-bound.html").read_text(encoding="utf-8")
+    assert "v-blocked" in area

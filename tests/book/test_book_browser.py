@@ -56,7 +56,7 @@ def test_pages_open_and_render_in_chromium(browser, site: Path, artefacts: Path,
     assert page.locator("#kernels a[href^='kernel-']").count() >= 2
     page.screenshot(path=str(artefacts / f"{label}-index.png"))
 
-    page.click("#areas a[href='area-loop.html']")
+    page.locator("#areas a[href='area-loop.html']:visible").first.click()
     assert page.locator("section.req#LOOP-001 .statement").is_visible()
     assert page.locator("section.req#LOOP-001 article.scenario ol.steps li").count() >= 3
     page.screenshot(path=str(artefacts / f"{label}-area-loop.png"))
@@ -93,4 +93,45 @@ def test_search_finds_a_requirement_by_a_word_of_its_statement(browser, site: Pa
     hit = page.locator("#search-results li a").first
     hit.click()
     assert page.url.split("#")[1].startswith("SESS-")
+    page.close()
+
+
+@pytest.mark.parametrize("name", ["index.html", "area-tool.html", "area-budget.html", "search.html", "glossary.html"])
+def test_no_horizontal_cut_at_phone_width(browser, site: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+    """At phone width nothing is cut: neither the page nor a table inside its scrolling box is
+    wider than the screen (the areas table was; issue 26 §4)."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto((site / name).as_uri())
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 1
+    cut = page.evaluate(
+        "Array.from(document.querySelectorAll('.scroll')).filter(e => e.offsetParent !== null)"
+        ".map(e => e.scrollWidth - e.clientWidth).filter(d => d > 1)"
+    )
+    assert not cut, f"{name}: {len(cut)} box(es) scroll sideways by {cut}px"
+    page.close()
+
+
+def test_the_readers_questions_are_answered_from_the_book(browser, site: Path) -> None:  # type: ignore[no-untyped-def]
+    """The reader's questions, from the search box and links alone (no id known in advance):
+    "what must happen when max_iterations is reached?" and "what does Modify do?"."""
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+
+    def ask(query: str, wanted: str, limit: int = 5) -> str:
+        page.goto((site / "index.html").as_uri())
+        page.fill("#q-top", query)
+        page.press("#q-top", "Enter")
+        page.wait_for_selector("#search-results li")
+        ids = page.locator("#search-results li > a").all_inner_texts()[:limit]
+        assert wanted in ids, f"{query!r}: {wanted} not among the first {limit} hits {ids}"
+        page.locator("#search-results li > a", has_text=wanted).first.click()
+        assert page.url.endswith(f"#{wanted}")
+        return page.locator(f"section.req#{wanted} .statement").inner_text()
+
+    assert "budget_exhausted" in ask("max_iterations", "BUDGET-002")
+    assert "arguments are merged" in ask("Modify", "TOOL-011", limit=1)
+    # "why does smolagents fail ordered results?": the requirement, then the kernel's verdict chip
+    ask("order results", "TOOL-003", limit=3)
+    page.locator("section.req#TOOL-003 .verdicts a[href='kernel-smolagents.html#TOOL-003']").click()
+    why = page.locator("section.fail#TOOL-003 .cause").inner_text()
+    assert why.startswith("Why:") and "smolagents/" in why, why  # the cause, with its line of the framework's source
     page.close()

@@ -92,6 +92,23 @@ class Reordering(Wrapper):
         return await self.inner.run(scenario, _ReorderingDoubles(doubles))
 
 
+class _DroppingDoubles(_ReorderingDoubles):
+    """Delegates to the harness doubles, but drops the last tool result of each model request
+    (the same requirement as Reordering fails, for another reason)."""
+
+    def model_stream(self, request: Any, turn: Any) -> Any:
+        messages = list(request.get("messages") or [])
+        last = max((i for i, m in enumerate(messages) if m.get("role") == "tool_result"), default=None)
+        if last is not None:
+            del messages[last]
+        return self._d.model_stream({**request, "messages": messages}, turn)
+
+
+class Dropping(Wrapper):
+    async def run(self, scenario: Any, doubles: Any) -> Any:
+        return await self.inner.run(scenario, _DroppingDoubles(doubles))
+
+
 def raising() -> Raising:
     return Raising(inner())
 
@@ -114,6 +131,10 @@ def unsupported() -> UnsupportedAll:
 
 def reordering() -> Reordering:
     return Reordering(inner())
+
+
+def dropping() -> Dropping:
+    return Dropping(inner())
 
 
 # Factories that are broken themselves (for the adapter-loading errors).

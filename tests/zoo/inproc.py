@@ -103,6 +103,40 @@ class MisspeltCapability(Wrapper):
         self.info = {**self.inner.info.model_dump(), "capabilities": ["subagent", "max_cost_usd "]}
 
 
+class ConstructedInfo(Wrapper):
+    """Builds its info with ``model_construct`` (no validation): a misspelt capability."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.info = type(self.inner.info).model_construct(**{**dict(self.inner.info), "capabilities": ["subagent"]})
+
+
+class InfoChangesAfterRead(Wrapper):
+    """Its info is valid when first read, then claims an unknown capability (a property)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def info(self) -> Any:
+        self.reads += 1
+        info = self.inner.info
+        if self.reads > 1:
+            info = type(info).model_construct(**{**dict(info), "capabilities": [*info.capabilities, "max_cost_usd "]})
+        return info
+
+    @info.setter
+    def info(self, value: Any) -> None:
+        pass
+
+
+class ManyCapabilities(Wrapper):
+    def __init__(self) -> None:
+        super().__init__()
+        self.info = {**self.inner.info.model_dump(), "capabilities": [f"cap{i}" for i in range(100_000)]}
+
+
 class _SlowDoubles:
     """The real doubles, each model call 0.2 s late: a correct kernel on a slow machine."""
 
@@ -153,6 +187,40 @@ class CallsToolNotOffered(Wrapper):
         turn = {"profile_id": "default", "session_id": "s", "turn_id": "t", "parent_turn_id": None, "tags": [], "depth": 0}
         await doubles.invoke_tool({"id": "zz1", "name": "rm_rf", "args": {}}, turn)
         return result
+
+
+#: Text a hostile kernel sends: screen clear, cursor home, window title, clipboard write (OSC 52),
+#: a hyperlink, a forged "conformant" line, NUL, lone surrogates, a bidi override, a C1 CSI.
+HOSTILE = (
+    "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"
+    "\r\nconformant\n\x00\ud800\u202eevil\x9b31m|<b>&</b>"
+)
+
+
+class HostileText(Wrapper):
+    """Names itself with hostile text, and raises it as its error on its first scenario."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.info = self.inner.info.model_copy(update={"name": "k" + HOSTILE, "version": HOSTILE})
+
+    async def run(self, scenario: Any, doubles: Any) -> Any:
+        if _nth() == 1:
+            raise RuntimeError(HOSTILE)
+        return await self.inner.run(scenario, doubles)
+
+
+class BreaksOutputFolder(Wrapper):
+    """On its first scenario, replaces the folder ``$ZOO_OUTDIR`` (where the reports go, checked
+    writable before the run) with a file: every report write fails at the end of the run."""
+
+    async def run(self, scenario: Any, doubles: Any) -> Any:
+        if _nth() == 1:
+            folder = os.environ["ZOO_OUTDIR"]
+            os.rename(folder, folder + ".moved")
+            with open(folder, "w") as fh:
+                fh.write("not a folder any more\n")
+        return await self.inner.run(scenario, doubles)
 
 
 def factory(name: str) -> Any:

@@ -1,6 +1,8 @@
 /* The spec book's search: plain JavaScript over window.AKC_INDEX (search-index.js, loaded by a
    script tag so that it works from file://). Every word of the query must appear in an entry's
-   id, level, profiles or statement. Without JavaScript the page lists every requirement. */
+   id, level, profiles, statement, or its related text (its scenarios, properties, profile twin and
+   the other words of the vocabulary groups it mentions). Entries matched on their own words come
+   first. Without JavaScript the page lists every requirement. */
 (function () {
   "use strict";
   var index = window.AKC_INDEX || [];
@@ -42,10 +44,22 @@
       return;
     }
     document.body.classList.add("searching");
-    var hits = index.filter(function (e) {
-      var hay = (e.id + " " + e.level + " " + e.profiles + " " + e.statement + " " + e.area).toLowerCase();
-      return terms.every(function (t) { return hay.indexOf(t) !== -1; });
-    });
+    var own = function (e) { return (e.id + " " + e.level + " " + e.profiles + " " + e.statement + " " + e.area).toLowerCase(); };
+    var near = function (e) { return own(e) + " " + (e.near || "").toLowerCase(); };
+    var has = function (hay) { return terms.every(function (t) { return hay.indexOf(t) !== -1; }); };
+    var direct = function (e) { return has(own(e)); };
+    var hits = index.filter(function (e) { return has(near(e) + " " + (e.related || "")); });
+    // its own words first, then its vocabulary twins, then its scenarios; within a tier, the
+    // entries whose scenarios use the query's words most
+    var score = function (e) {
+      var tier = direct(e) ? 0 : (has(near(e)) ? 1 : 2);
+      var uses = 0;
+      Object.keys(e.counts || {}).forEach(function (w) {
+        if (terms.some(function (t) { return w.toLowerCase().indexOf(t) !== -1; })) { uses += e.counts[w]; }
+      });
+      return tier * 100000 - uses;
+    };
+    hits.sort(function (a, b) { return score(a) - score(b); });
     status.textContent = hits.length + (hits.length === 1 ? " requirement matches" : " requirements match") + " \u201c" + query + "\u201d.";
     hits.forEach(function (e) {
       var li = document.createElement("li");
@@ -58,8 +72,14 @@
       level.textContent = " " + e.level + " \u00b7 " + e.area + " ";
       li.appendChild(level);
       var p = document.createElement("div");
-      p.appendChild(highlight(e.statement, terms));
+      p.appendChild(highlight(e.statement.replace(/`/g, ""), terms));
       li.appendChild(p);
+      if (!direct(e)) {
+        var why = document.createElement("div");
+        why.className = "muted";
+        why.textContent = "found in its scenarios, properties or the other vocabulary";
+        li.appendChild(why);
+      }
       list.appendChild(li);
     });
   }

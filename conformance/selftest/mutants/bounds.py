@@ -534,3 +534,96 @@ class DoomRaises(Kernel):
             raise DoomLoop("doom loop detected")
         return result
 
+
+
+# ------------------------------------------------------------------ doom loop: several of a kind (issue 21)
+
+
+def _doom_candidates(calls: list[Any]) -> list[Any]:
+    return [c for c in calls if c.entry is not None and c.entry.spec.kind != "interactive"]
+
+
+def _record(run: Any, call: Any) -> None:
+    run.doom.record(call.name, call.raw if call.raw is not None else call.call.get("args"))
+
+
+@mutant("DOOM-004")
+class DoomOneHashPerTurn(Kernel):
+    """The detector records one call per turn (the first), so identical calls of one response count once."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        for c in _doom_candidates(calls)[:1]:
+            _record(run, c)
+        return DOOM_LOOP if run.doom.fired() else None
+
+
+@mutant("DOOM-007", also_expected=("DOOM-004",))
+class DoomHashesLastCallOfTurn(Kernel):
+    """The detector records the last call of each turn only: a breaker earlier in a response is missed."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        for c in _doom_candidates(calls)[-1:]:
+            _record(run, c)
+        return DOOM_LOOP if run.doom.fired() else None
+
+
+@mutant("DOOM-008")
+class DoomInteractiveBreaksRun(Kernel):
+    """An interactive call clears the detector's window (003's window counts resource/data-source calls only)."""
+
+    def _check_doom(self, run: Any, calls: list[Any]) -> str | None:
+        for c in calls:
+            if c.entry is not None and c.entry.spec.kind == "interactive":
+                run.doom.reset()
+            elif c.entry is not None:
+                _record(run, c)
+        return DOOM_LOOP if run.doom.fired() else None
+
+
+# ------------------------------------------------------------------ bounds: several of a kind (issue 21)
+
+
+@mutant("BOUND-002")
+class MaxTurnsCountsToolCalls(Kernel):
+    """max_turns is compared with the number of tool calls run so far, not the turns."""
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        self.__dict__["_calls_run"] = self.__dict__.get("_calls_run", 0) + len(calls)
+        return await super()._post_tool_calls(run, calls)
+
+    def _check_bounds(self, run: Any) -> str | None:
+        turns = run.turns_used
+        run.turns_used = max(turns, self.__dict__.get("_calls_run", 0))
+        try:
+            return super()._check_bounds(run)
+        finally:
+            run.turns_used = turns
+
+
+@mutant("BOUND-017")
+class CostBoundSoftByDefault(Kernel):
+    """Soft mode is the default for max_cost_usd (max_turns stays hard unless asked)."""
+
+    async def _final_turn(self, run: Any, limit: str) -> None:
+        if limit == MAX_BUDGET:
+            run.bounds = run.bounds.model_copy(update={"soft": True})
+        await super()._final_turn(run, limit)
+
+
+
+@mutant("COST-003")
+class RunningSumOfLastEventPerCall(Kernel):
+    """Every usage event is costed and persisted, but the running sum adds only the last event of
+    each model call (issue 21, several usage events of a kind)."""
+
+    async def _on_usage(self, turn: Any, chunk: dict[str, Any], ledger_key: str | None) -> dict[str, Any]:
+        out = await super()._on_usage(turn, chunk, None)
+        self.__dict__.setdefault("_last_cost", {})[turn.turn_id] = (ledger_key, out["cost_usd"])
+        return out
+
+    async def _accumulate(self, turn: Any, request: dict[str, Any], ledger_key: str | None) -> Any:
+        result = await super()._accumulate(turn, request, ledger_key)
+        key, cost = self.__dict__.get("_last_cost", {}).pop(turn.turn_id, (None, 0.0))
+        if key is not None:
+            self.ledger.charge(key, cost)
+        return result

@@ -309,3 +309,32 @@ class PreToolCallDedup(Kernel):
                 seen.add(key)
                 unique.append(call)
         await super()._dispatch_pre_tool_calls(run, unique)
+
+
+@mutant("LOOP-005")
+class EmptyToolCallsKeepsOriginal(Kernel):
+    """A post-model-response replacement whose tool_calls is an empty list is read as "no change":
+    the model's own tool calls run (issue 21: a hook returning tool_calls: [])."""
+
+    async def _post_model_response(self, run: Any, message: dict[str, Any]) -> dict[str, Any]:
+        out = await super()._post_model_response(run, message)
+        if out is not message and out.get("tool_calls") == [] and message.get("tool_calls"):
+            return {**out, "tool_calls": message["tool_calls"]}
+        return out
+
+
+
+@mutant("LOOP-010")
+class PostToolCallOncePerIdenticalCall(Kernel):
+    """post-tool-call is dispatched once per distinct (tool, arguments) of a turn: identical calls
+    share one dispatch."""
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        seen: set[str] = set()
+        distinct = []
+        for c in calls:
+            key = f"{c.name}:{json.dumps(c.args, sort_keys=True)}"
+            if key not in seen:
+                seen.add(key)
+                distinct.append(c)
+        return await super()._post_tool_calls(run, distinct)

@@ -514,3 +514,19 @@ class MadeUpSessionId(CommonAgent):
 
     async def _turn(self, turn: Any, text: str, token: Any, is_new: bool, parent_span: str | None = None) -> Any:
         return await super()._turn(turn.model_copy(update={"session_id": self.STALE}), text, token, is_new, parent_span)
+
+
+# ------------------------------------------------------------------ wrong types (issue 21)
+
+
+@mutant("TOOL-017", profile=CA)
+class ApprovalStoredAsBoolean(ReferenceAdapter):
+    """The journal stores a call's approval as a boolean (True for approved), not 000's decision
+    string: the kernel's failure of the requirement that reads it, not an adapter error."""
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> Any:
+        data = (await super().run(scenario, doubles)).model_dump(mode="json")
+        for record in data["journal"]["tool_calls"]:
+            if record.get("approval") is not None:
+                record["approval"] = record["approval"] == "approved"
+        return data

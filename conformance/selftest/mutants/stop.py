@@ -173,3 +173,43 @@ class AgentChildNotCancelled(CommonAgent):
             return await super()._turn(turn, text, token, is_new, parent_span)
         with anyio.CancelScope(shield=True):
             return await super()._turn(turn, text, CancellationToken(), is_new, parent_span)
+
+
+class _DeafInToolSteps:
+    """The run's token, but its ``check`` says nothing from step 9 until step 13 (a kernel that
+    looks at the token around its model call and after its tools only)."""
+
+    def __init__(self, real: CancellationToken, kernel: Kernel) -> None:
+        self._real, self._kernel = real, kernel
+
+    def check(self) -> None:
+        if not self._kernel.__dict__.get("_in_tool_steps"):
+            self._real.check()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+@mutant("STOP-001", profile="kernel")
+class KernelAppliesResourcesAfterCancel(Kernel):
+    """A cancel arriving while data-source or interactive calls run is looked at only at step 13:
+    the turn's resource calls are still applied (issue 21)."""
+
+    async def _run_turn(self, run: Any, limit: str | None = None) -> Any:
+        real = run.token
+        run.token = _DeafInToolSteps(real, self)
+        try:
+            return await super()._run_turn(run, limit)
+        finally:
+            run.token = real
+
+    async def _execute_data_sources(self, run: Any, calls: list[Any]) -> None:
+        self.__dict__["_in_tool_steps"] = True
+        await super()._execute_data_sources(run, calls)
+
+    async def _apply_plan(self, run: Any, plan: dict[str, Any], resources: list[Any]) -> None:
+        await super()._apply_plan(Uncancelled(run), plan, resources)
+
+    async def _post_tool_calls(self, run: Any, calls: list[Any]) -> bool:
+        self.__dict__["_in_tool_steps"] = False
+        return await super()._post_tool_calls(run, calls)

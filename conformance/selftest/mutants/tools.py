@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from conformance.selftest.registry import mutant
@@ -260,3 +261,82 @@ class InteractiveSpecHonoured(ReferenceAdapter):
             if tool.kind == "interactive" and tool.concurrency is not None:
                 tool.kind = "data_source"
         return await super().run(scenario, doubles)
+
+
+@mutant("DONE-001")
+class NoImplicitDoneWithTerminalTool(Kernel):
+    """With a terminal tool registered, implicit done detection is off: plain answers never end the
+    loop, the model is asked again until its script runs out (issue 21: this was reported
+    incomplete, not fail)."""
+
+    def _done_check(self, tool_calls: list[dict[str, Any]]) -> bool:  # type: ignore[override]
+        if any(e.spec.terminates_turn for e in self._tools.values()):
+            return False
+        return not tool_calls
+
+
+# ---------------------------------------------------------------- several of a kind (issue 21)
+
+
+@mutant("CONC-001")
+class KeyWithoutToolName(Kernel):
+    """The concurrency key of a safe operation is (provider, key-field values), without the tool:
+    two tools of one provider called with equal key values run one after the other."""
+
+    def _tool_key(self, c: Any) -> Any:
+        key = super()._tool_key(c)
+        return (key[0], key[1], *key[3:]) if key[0] == "key" else key
+
+
+@mutant("CONC-006")
+class UndeclaredDataSourcesShareOneLock(Kernel):
+    """Every undeclared data-source operation, whatever its provider, gets one and the same lock."""
+
+    def _tool_key(self, c: Any) -> Any:
+        spec = c.entry.spec
+        if spec.concurrency is None and spec.kind == "data_source":
+            return ("undeclared-data-source",)
+        return super()._tool_key(c)
+
+
+@mutant("GATE-001")
+class PrecheckOncePerIdenticalCall(Kernel):
+    """The policy precheck is asked once per distinct (tool, arguments): identical calls of one
+    response share the first one's decision."""
+
+    async def _policy_precheck(self, run: Any, calls: list[Any]) -> list[Any]:
+        seen: dict[str, bool] = {}
+        allowed = []
+        for c in calls:
+            key = f"{c.name}:{json.dumps(c.args, sort_keys=True)}"
+            if key not in seen:
+                seen[key] = bool(await super()._policy_precheck(run, [c]))
+            if seen[key]:
+                allowed.append(c)
+            else:
+                c.fail("Denied by policy: denied")
+        return allowed
+
+
+@mutant("GATE-004")
+class PlanMergesIdenticalCalls(Kernel):
+    """Identical resource calls of one response become one plan item (the first); the others
+    are applied without ever being in the plan."""
+
+    @staticmethod
+    def _build_plan(resources: list[Any]) -> dict[str, Any]:
+        plan = Kernel._build_plan(resources)
+        seen: set[str] = set()
+        items = []
+        for item in plan["items"]:
+            key = f"{item['name']}:{json.dumps(item['args'], sort_keys=True)}"
+            if key not in seen:
+                seen.add(key)
+                items.append(item)
+        return {"items": items}
+
+    async def _apply_plan(self, run: Any, plan: dict[str, Any], resources: list[Any]) -> None:
+        planned = {i["call_id"] for i in plan.get("items", [])}
+        await super()._apply_plan(run, plan, [c for c in resources if c.id in planned])
+        unplanned = [c for c in resources if c.id not in planned]
+        await self._run_keyed(run, unplanned)

@@ -5,7 +5,7 @@ Importing this package registers them (``conformance.selftest.registry.REGISTRY`
 
 import importlib
 
-MODULES = ("choices", "readings_kernel", "readings_agent", "readings_bounds")
+MODULES = ("choices", "readings_kernel", "readings_agent", "readings_bounds", "blind2", "start_order")
 
 for _name in MODULES:
     try:

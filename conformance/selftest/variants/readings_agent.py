@@ -210,3 +210,67 @@ class AgentInterruptionNotice(_InterruptionNotice, CommonAgent):
     """Reading interruption-notice, alternative kernel-notice (the agent face). Seed 000: "Nothing
     partial is saved from a cancelled model call." Variant: an interrupted model call leaves an
     assistant message of the agent's own ("Operation interrupted…", as hermes-agent stores)."""
+
+
+# =========================================================================== tag-unicode-letters
+
+
+def _unicode_tag(tag: str) -> str:
+    """001's grammar read over Unicode: lower-case letters of any alphabet in the key, letters and
+    digits of any alphabet in the value."""
+    if not isinstance(tag, str) or tag.count(":") != 1 or any(ch.isspace() for ch in tag):
+        return validate_tag(tag)
+    key, value = tag.split(":")
+    key_ok = bool(key) and all(ch in "_-" or ch.isdigit() or (ch.isalpha() and ch.islower()) for ch in key)
+    value_ok = bool(value) and all(ch in "_-." or ch.isalnum() for ch in value)
+    return tag if key_ok and value_ok else validate_tag(tag)
+
+
+@variant()
+class TagsUnicodeLetters(ReferenceAdapter):
+    """Reading tag-unicode-letters (TAG-002, TAG-003). Seed 001: "Key: lower-case letters, digits,
+    _ and -. Value: letters of either case, digits, _, - and ." with no alphabet named. Reference:
+    ASCII only. Variant: letters and digits of any alphabet (``area:café``, ``área:x``)."""
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        import reference_kernel.tags as tags_module
+
+        original = tags_module.validate_tag
+        tags_module.validate_tag = _unicode_tag  # type: ignore[assignment]
+        try:
+            return await super().run(scenario, doubles)
+        finally:
+            tags_module.validate_tag = original  # type: ignore[assignment]
+
+
+# =========================================================================== message-tags-existing-session
+
+
+@variant()
+class MessageTagsJoinTheSession(ReferenceAdapter):
+    """Reading message-tags-existing-session (TAG-008). Seed 001: "A message that starts a new
+    session can bring extra tags"; a later message's tags are not mentioned. Reference: ignored.
+    Variant: added to the session's own tags, so the turns from then on carry them."""
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        from reference_kernel.tags import merge_tags
+
+        per_message = [list(m.tags) for m in scenario.user_messages]
+
+        class Joining(self._build["agent_cls"]):  # type: ignore[misc, name-defined]
+            async def run_turn(self, session_id: str | None, user_message: str, **kwargs: Any) -> Any:
+                k = self.__dict__.get("_message", 0)
+                self.__dict__["_message"] = k + 1
+                started = self.__dict__.setdefault("_started", set())
+                extra = per_message[k] if k < len(per_message) else []
+                if session_id in started and extra:
+                    self._session_tags[session_id] = merge_tags(self._session_tags.get(session_id, []), extra)
+                started.add(session_id)
+                return await super().run_turn(session_id, user_message, **kwargs)
+
+        original = self._build
+        self._build = {**original, "agent_cls": Joining}
+        try:
+            return await super().run(scenario, doubles)
+        finally:
+            self._build = original

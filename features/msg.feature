@@ -81,7 +81,7 @@ Feature: Messages (001, "Messages")
 
   # Found by mutation testing (docs/selftest.md, "Mutation testing by machine"): a completed
   # sub-agent's result stored as an error survived. The error flag over what answered the call.
-  @MSG-004 @dim:result_source=tool @dim:result_source=failing_tool @dim:result_source=blocked @dim:result_source=subagent
+  @MSG-004 @dim:outcome=ok @dim:outcome=fail @dim:outcome=block @dim:outcome=subagent_completed
   Scenario Outline: A tool result's error flag says whether what answered the call failed
     Given a subagent tool "delegate"
     And the call "f1" fails with "forecast service down"

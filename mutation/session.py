@@ -23,9 +23,19 @@ IN_ANNOTATION = "equivalent: inside a type annotation (never evaluated: from __f
 
 
 def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """(start, end) of every annotation of a module; a mutant there changes nothing at run time."""
+    """(start, end) of every annotation of a module that nothing evaluates; a mutant there changes
+    nothing at run time. The fields of a pydantic model are left out: pydantic evaluates them."""
+    tree = ast.parse(source)
+    models = {"BaseModel"}  # and the module's classes derived from it, in order of definition
+    evaluated = set()
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        if any(ast.unparse(b) in models for b in cls.bases):
+            models.add(cls.name)
+            evaluated |= {id(stmt) for stmt in cls.body if isinstance(stmt, ast.AnnAssign)}
     spans = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
+        if id(node) in evaluated:
+            continue
         notes = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             notes.append(node.returns)

@@ -279,3 +279,22 @@ Feature: Doom-loop detection
     When the kernel runs
     Then 3 tool calls ran
     And the run ends with a subtype other than "success"
+
+  # Found by mutation testing (docs/selftest.md, "Mutation testing by machine"): a detector that
+  # refused a threshold of 1 survived, as the threshold was tried at 3 and 5 only. The configured
+  # threshold below the default range.
+  @DOOM-004 @dim:threshold=1 @dim:threshold=2
+  Scenario Outline: With threshold <t>, below the default range, the detector fires at the <t>-th identical call
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is <t>
+    And the model calls "lookup" with {"q": "same"} <t> times
+    And the model answers "final answer"
+    When the kernel runs
+    Then <t> tool calls ran
+    And <t> identical calls ran in a row
+    And the run ends with a subtype other than "success"
+
+    Examples:
+      | t |
+      | 1 |
+      | 2 |

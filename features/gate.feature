@@ -127,7 +127,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
 
   # ------------------------------------------------------------------ the veto
 
-  @GATE-006 @dim:vetoes=one_hook
+  @GATE-006 @dim:vetoes=one_hook @dim:ids_per_veto=1
   Scenario: A vetoed plan item is not applied, the others are, and the model does not get its output
     Given a tool "write" of kind "resource" returning "wrote {args}"
     And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r2"], "reason": "too risky"}
@@ -200,3 +200,21 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     And the model answers "done"
     When the kernel runs
     Then the plan of model call 1 holds exactly the calls "r1, r2"
+
+  # One veto naming several items (blind round 2): every item it names is vetoed, not its first.
+  @GATE-006 @dim:ids_per_veto=several
+  Scenario: One veto naming two items vetoes both
+    Given a tool "write" of kind "resource" returning "wrote {args}"
+    And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1", "r3"], "reason": "both too risky"}
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | r2 | write | {"p": "2"} |
+      | r3 | write | {"p": "3"} |
+    And the model answers "done"
+    When the kernel runs
+    Then tool "r1" did not run
+    And tool "r3" did not run
+    And tool "r2" ran
+    And call "r1", vetoed because "both too risky", did not run and the request of model call 2 holds no output of its tool
+    And call "r3", vetoed because "both too risky", did not run and the request of model call 2 holds no output of its tool

@@ -31,7 +31,7 @@ Feature: Instrumentation of the turn (003)
     When the kernel runs
     Then the trace has one "turn" span per model call
 
-  @SPAN-002 @dim:observed_by=count
+  @SPAN-002 @dim:observed_by=count @dim:outcome=success
   Scenario: Each model call has a model_call span
     Given the model answers "final answer"
     When the kernel runs
@@ -90,3 +90,18 @@ Feature: Instrumentation of the turn (003)
     And the model answers "final answer"
     When the kernel runs
     Then every plan-ready dispatch lies inside a "veto_chain" span
+
+  # Blind round 2: a span for every model call (steps 3-4) and every veto chain run (step 11),
+  # whatever the call or the chain ended with.
+  @SPAN-002 @dim:outcome=model_error
+  Scenario: A model call that fails has its model_call span too
+    Given the model fails with status 500
+    When the kernel runs
+    Then the trace has one "model_call" span per model call
+
+  @SPAN-004 @dim:plan=vetoed_item
+  Scenario: A veto chain that vetoes an item has its veto_chain span too
+    Given hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1"], "reason": "too risky"}
+    And the model answers "final answer"
+    When the kernel runs
+    Then the trace has one "veto_chain" span per veto chain run

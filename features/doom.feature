@@ -20,7 +20,7 @@ Feature: Doom-loop detection
   so a kernel that does not fire (or fires a turn late) ends with "success" instead. Checks that
   are not about the firing turn script more identical calls than the threshold needs.
 
-  @DOOM-001 @DOOM-004 @dim:threshold=3 @dim:threshold=5 @dim:identical_calls=threshold @dim:calls_per_response=1
+  @DOOM-001 @DOOM-004 @dim:threshold=3 @dim:threshold=5 @dim:identical_calls=threshold @dim:calls_per_response=1 @dim:results=success @dim:window=threshold
   Scenario Outline: With threshold <t> the detector fires at the <t>-th identical call
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is <t>
@@ -249,4 +249,33 @@ Feature: Doom-loop detection
       """
     When the kernel runs
     Then 6 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  # Blind round 2: the detector compares hashes of calls, whatever they returned, and fires on the
+  # most recent threshold calls even when window_size is larger than the threshold.
+  @DOOM-004 @dim:results=failing @dim:threshold=3 @dim:identical_calls=threshold
+  Scenario: Identical calls that fail count towards the threshold too
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the model calls "lookup" with {"q": "same"} as "k1"
+    And the model calls "lookup" with {"q": "same"} as "k2"
+    And the model calls "lookup" with {"q": "same"} as "k3"
+    And the call "k1" fails with "upstream down"
+    And the call "k2" fails with "upstream down"
+    And the call "k3" fails with "upstream down"
+    And the model answers "final answer"
+    When the kernel runs
+    Then 3 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  @DOOM-004 @dim:window=above_threshold @dim:threshold=3 @dim:identical_calls=threshold
+  Scenario: With a window larger than the threshold the detector fires at the threshold-th identical call
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the doom-loop window_size is 6
+    And the model calls "lookup" with {"q": "same"} 3 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then 3 tool calls ran
+    And 3 identical calls ran in a row
     And the run ends with a subtype other than "success"

@@ -671,21 +671,3 @@ def ident_then_uuid7_time(akc: ScenarioContext) -> None:
             raise ConformanceFailure(f"the creation time in the UUID v7 {value} ({what})", f"a time within the run: {expected}", _utc(ms))
     akc.evidence.saw(f"{len(seen)} ids decoded, each made during the run")
 
-
-@then(parsers.re(r'every (?P<kind>hook dispatch|tool call) of the child turn of "(?P<call_id>[^"]+)" carries the child turn\'s own turn id, not the parent\'s$'))
-def ident_then_child_own_turn(akc: ScenarioContext, kind: str, call_id: str) -> None:
-    """Inside a delegated child turn (the dispatches and calls while the delegation call runs),
-    every hook dispatch (IDENT-001) or tool call (IDENT-002) carries one turn id, the child's:
-    not the parent turn's."""
-    from conformance.steps.child import child_events  # child.py builds on this module
-
-    parent_id = message_turn(akc, 1).get("turn_id")
-    event_kind = "hook" if kind == "hook dispatch" else "tool_start"
-    seen = akc.evidence.require(f"{kind}s of the child turn of {call_id}", [(w, e) for w, e in child_events(akc, call_id) if e["kind"] == event_kind])
-    ids = [(where, (normal_turn(e.get("turn")) or {}).get("turn_id")) for where, e in seen]
-    for where, tid in ids:
-        if tid == parent_id:
-            raise ConformanceFailure(f"turn_id in the TurnInfo of {where} (child turn of {call_id})", "the child turn's own id", f"the parent turn's id {tid}")
-    if len({tid for _, tid in ids}) != 1:
-        raise ConformanceFailure(f"turn ids of the {kind}s of the child turn of {call_id}", "one and the same", show([t for _, t in ids]))
-    akc.evidence.saw(f"{len(ids)} {kind}s of the child turn of {call_id}, each with the child's turn id")

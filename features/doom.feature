@@ -20,7 +20,7 @@ Feature: Doom-loop detection
   so a kernel that does not fire (or fires a turn late) ends with "success" instead. Checks that
   are not about the firing turn script more identical calls than the threshold needs.
 
-  @DOOM-001 @DOOM-004 @dim:threshold=3 @dim:threshold=5 @dim:identical_calls=threshold @dim:calls_per_response=1 @dim:results=success @dim:window=threshold
+  @DOOM-001 @DOOM-004 @dim:threshold=3 @dim:threshold=5 @dim:identical_calls=threshold @dim:calls_per_response=1 @dim:call_results=success @dim:window=unset
   Scenario Outline: With threshold <t> the detector fires at the <t>-th identical call
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is <t>
@@ -251,25 +251,26 @@ Feature: Doom-loop detection
     Then 6 tool calls ran
     And the run ends with a subtype other than "success"
 
-  # Blind round 2: the detector compares hashes of calls, whatever they returned, and fires on the
-  # most recent threshold calls even when window_size is larger than the threshold.
-  @DOOM-004 @dim:results=failing @dim:threshold=3 @dim:identical_calls=threshold
-  Scenario: Identical calls that fail count towards the threshold too
+  # Whatever the identical calls returned (issue 21): failing calls count like the others.
+  @DOOM-004 @dim:threshold=3 @dim:identical_calls=threshold @dim:call_results=failed
+  Scenario: Identical calls that fail count towards the threshold
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is 3
+    And the call "k1" fails with "not found"
+    And the call "k2" fails with "not found"
+    And the call "k3" fails with "not found"
     And the model calls "lookup" with {"q": "same"} as "k1"
     And the model calls "lookup" with {"q": "same"} as "k2"
     And the model calls "lookup" with {"q": "same"} as "k3"
-    And the call "k1" fails with "upstream down"
-    And the call "k2" fails with "upstream down"
-    And the call "k3" fails with "upstream down"
     And the model answers "final answer"
     When the kernel runs
     Then 3 tool calls ran
     And the run ends with a subtype other than "success"
 
-  @DOOM-004 @dim:window=above_threshold @dim:threshold=3 @dim:identical_calls=threshold
-  Scenario: With a window larger than the threshold the detector fires at the threshold-th identical call
+  # window_size only bounds what is kept: with a window wider than the threshold the detector
+  # still fires at the threshold-th identical call.
+  @DOOM-004 @dim:threshold=3 @dim:identical_calls=threshold @dim:window=wider_than_threshold
+  Scenario: A window wider than the threshold still fires at the threshold-th identical call
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is 3
     And the doom-loop window_size is 6
@@ -277,5 +278,4 @@ Feature: Doom-loop detection
     And the model answers "final answer"
     When the kernel runs
     Then 3 tool calls ran
-    And 3 identical calls ran in a row
     And the run ends with a subtype other than "success"

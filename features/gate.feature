@@ -127,7 +127,7 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
 
   # ------------------------------------------------------------------ the veto
 
-  @GATE-006 @dim:vetoes=one_hook @dim:ids_per_veto=1
+  @GATE-006 @dim:vetoes=one_hook
   Scenario: A vetoed plan item is not applied, the others are, and the model does not get its output
     Given a tool "write" of kind "resource" returning "wrote {args}"
     And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r2"], "reason": "too risky"}
@@ -201,11 +201,11 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     When the kernel runs
     Then the plan of model call 1 holds exactly the calls "r1, r2"
 
-  # One veto naming several items (blind round 2): every item it names is vetoed, not its first.
-  @GATE-006 @dim:ids_per_veto=several
-  Scenario: One veto naming two items vetoes both
-    Given a tool "write" of kind "resource" returning "wrote {args}"
-    And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1", "r3"], "reason": "both too risky"}
+  # One veto naming several items vetoes every one of them (issue 21, several of a kind).
+  @GATE-006 @dim:vetoes=several_ids_in_one_veto
+  Scenario: A veto naming several plan items vetoes each of them
+    Given a tool "write" of kind "resource"
+    And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1", "r3"], "reason": "too risky"}
     And the model calls in one response:
       | id | name  | args       |
       | r1 | write | {"p": "1"} |
@@ -216,5 +216,3 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     Then tool "r1" did not run
     And tool "r3" did not run
     And tool "r2" ran
-    And call "r1", vetoed because "both too risky", did not run and the request of model call 2 holds no output of its tool
-    And call "r3", vetoed because "both too risky", did not run and the request of model call 2 holds no output of its tool

@@ -799,29 +799,19 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended
 
-  # ------------------------------------------------------------------ the limit-reached turn and child sessions (blind round 2)
-
-  # The limit-reached turn is a turn: 003 "MUST execute steps 1 through 18 in the order shown for
-  # every turn", so it starts with context-assemble and dispatches post-model-response too.
-  @LOOP-001 @dim:turn=limit_reached
-  Scenario: The limit-reached turn begins with context-assemble like every other turn
-    Given a tool "fetch" of kind "data_source"
-    And max_turns is 2
-    And the model calls "fetch" with {"q": "1"} as "d1"
-    And the model calls "fetch" with {"q": "2"} as "d2"
+  # The limit-reached turn is a turn (issue 21): steps 1 and 5 run in it too.
+  @LOOP-001 @LOOP-004 @dim:turn=limit_reached
+  Scenario: The limit-reached turn also begins with context-assemble and dispatches post-model-response
+    Given a tool "lookup" of kind "data_source"
+    And max_turns is 1
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model calls "lookup" with {"q": "2"} as "b"
     And the model answers "final answer"
     When the kernel runs
     Then every model call starts with "context-assemble" carrying the history and the budget
+    And "post-model-response" was dispatched once in every model call
 
-  @LOOP-004 @dim:turn=limit_reached
-  Scenario: The limit-reached turn dispatches post-model-response like every other turn
-    Given a tool "fetch" of kind "data_source"
-    And max_turns is 2
-    And the model calls "fetch" with {"q": "1"} as "d1"
-    And the model calls "fetch" with {"q": "2"} as "d2"
-    And the model answers "final answer"
-    When the kernel runs
-    Then "post-model-response" was dispatched once in every model call
+  # ------------------------------------------------------------------ child sessions and unknown tools (blind round 2)
 
   # A delegated child runs a session of its own: session-start before its first RunTurn and
   # session-end after its loop exits, as for the root session.

@@ -347,3 +347,25 @@ def test_openai_dialects_through_a_raw_socket_client(dialect: str, route: str, b
             assert doubles.log.of("model_response")[0]["complete"] is True
 
     run(main)
+
+
+def test_timeouts_and_broken_streams_and_the_host_goes_on() -> None:
+    """A timeout before any chunk is a 504, a broken stream after one cuts the connection; the
+    host serves the next call all the same."""
+    async def main() -> None:
+        async with served({"error": {"kind": "timeout", "message": "slow"}},
+                          {"text": "ab", "chunks": 2, "error": {"kind": "broken_stream", "message": "cut", "after_chunks": 1}},
+                          {"text": "still here"}) as (doubles, model, host):
+            sdk = oai(model, "openai-chat")
+            with pytest.raises(openai.APIStatusError) as timeout:
+                await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert timeout.value.status_code == 504
+            texts = []
+            with pytest.raises(openai.APIError):
+                async for chunk in await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True):
+                    texts += [c.delta.content for c in chunk.choices if c.delta.content]
+            assert texts == ["a"]
+            answer = await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert answer.choices[0].message.content == "still here" and host.errors == []
+
+    run(main)

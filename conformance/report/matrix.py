@@ -161,7 +161,8 @@ class Runner:
 class Committed:
     """A runner that runs nothing: each kernel's column from its committed report
     (``akc matrix --from-reports``), to rebuild the documents after a change to what they are
-    made of (``conformance/catalog/fail_causes.toml``, the Markdown layout) without minutes of runs."""
+    made of (``conformance/catalog/fail_causes.toml``, the verdict rules — each report is judged
+    again, :func:`~conformance.report.verdicts.rejudge` —, the Markdown layout) without minutes of runs."""
 
     folder: Path = DEFAULT_REPORTS
 
@@ -174,7 +175,9 @@ class Committed:
         data = json.loads(path.read_text(encoding="utf-8"))
         for req in data.get("requirements", []):
             req.pop("fail_cause", None)  # written from fail_causes.toml, so written again
-        column.report = Report.model_validate(data)
+        from conformance.report.verdicts import rejudge
+
+        column.report = rejudge(Report.model_validate(data))  # under this version's verdict rules
         return column
 
 

@@ -670,4 +670,3 @@ def ident_then_uuid7_time(akc: ScenarioContext) -> None:
             expected = " or ".join(f"{name} [{_utc(lo)}, {_utc(hi)}]" for name, lo, hi in windows)
             raise ConformanceFailure(f"the creation time in the UUID v7 {value} ({what})", f"a time within the run: {expected}", _utc(ms))
     akc.evidence.saw(f"{len(seen)} ids decoded, each made during the run")
-

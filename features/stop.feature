@@ -290,3 +290,19 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
       | kind        | call |
       | data-source | d1   |
       | interactive | i1   |
+
+  # Blind round 2: the child token reaches every depth - a grandchild (depth 2) stops with the
+  # root too. The cancel arrives as the grandchild session starts, before its model call.
+  @kernel @STOP-006 @dim:depth=2
+  Scenario: Kernel - cancelling the root between a grandchild's steps stops the grandchild
+    Given a delegation tool "delegate"
+    And max_depth is 3
+    And the model calls "delegate" with {"goal": "sub task"} as "d1"
+    And the model calls "delegate" with {"goal": "sub sub task"} as "d2"
+    And the model answers "grandchild answer"
+    And the model answers "child answer"
+    And the model answers "parent answer"
+    And the turn is cancelled at hook "session-start" occurrence 3
+    When the kernel runs
+    Then no model call and no tool call started after the cancel
+    And the model was called 2 times

@@ -167,6 +167,20 @@ def test_a_closed_connection_is_a_cancelled_call() -> None:
     run(main)
 
 
+def test_anthropic_system_messages_inside_the_list_are_system_messages() -> None:
+    """Claude Code sends its environment notes as a ``system``-role message in ``messages``."""
+    async def main() -> None:
+        async with served({"text": "ok"}) as (doubles, model, _):
+            await client(model).messages.create(
+                model="m", max_tokens=10, system="be brief",
+                messages=[{"role": "user", "content": "hi"}, {"role": "system", "content": [{"type": "text", "text": "# Environment"}]}],  # type: ignore[list-item]
+            )
+            assert list(doubles.log.of("model_request")[0]["request"]["messages"]) == [
+                {"role": "system", "text": "be brief"}, {"role": "user", "text": "hi"}, {"role": "system", "text": "# Environment"}]
+
+    run(main)
+
+
 def test_count_tokens_models_and_the_refusals() -> None:
     async def main() -> None:
         async with served({"text": "x"}) as (doubles, model, host):
@@ -180,6 +194,8 @@ def test_count_tokens_models_and_the_refusals() -> None:
                 await sdk.messages.create(model="m", max_tokens=10, messages="hi")  # type: ignore[arg-type]
             assert [e["status"] for e in doubles.log.of("http_rejected")] == [401, 400]
             assert doubles.model_calls == 0  # neither is a model call
+            await sdk.models.list()  # answered, and noted: not a model call nor a token count
+            assert [(e["method"], e["path"]) for e in doubles.log.of("http_other")] == [("GET", "/v1/models")]
             host.close(model)
             with pytest.raises(anthropic.APIStatusError) as late:
                 await sdk.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])

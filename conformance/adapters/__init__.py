@@ -46,8 +46,8 @@ class KernelEntry:
     #: Cap on every scenario's timeout for this kernel (``akc run --timeout-cap``); None: the
     #: matrix's own setting (by default each scenario's timeout).
     timeout_cap_s: float | None = None
-    #: Multiply every scenario's timeout for this kernel (``akc run --timeout-scale``): a kernel
-    #: that starts slowly (a fresh process per scenario) would otherwise time out before it acts.
+    #: Factor on every scenario's timeout (``akc run --timeout-scale``) for a kernel whose start
+    #: alone is slow (a CLI process per session); None: 1.
     timeout_scale: float | None = None
 
     def python(self) -> str | None:
@@ -117,6 +117,14 @@ KERNELS: list[KernelEntry] = [
         description="google-adk 2.13 `Runner.run_async` over an `LlmAgent` with a `BaseLlm` subclass and callbacks",
     ),
     KernelEntry(
+        name="claude-agent-sdk",
+        adapter="conformance.adapters.claude_agent_sdk:factory",
+        probe="claude_agent_sdk",
+        profile="kernel",
+        description="Claude Code 2.1.332 (claude-agent-sdk 0.2.189 `ClaudeSDKClient`), its model over HTTP (Anthropic Messages)",
+        timeout_scale=4,  # a CLI process per session: about 2 s to start
+    ),
+    KernelEntry(
         name="hermes",
         adapter="conformance.adapters.hermes:factory",
         probe="run_agent",
@@ -124,7 +132,7 @@ KERNELS: list[KernelEntry] = [
         description="hermes-agent 0.19.0 `AIAgent.run_conversation`, a fresh process per scenario",
         # its fresh process imports hermes before the first event: a 5 s scenario ran out before
         # hermes did anything (the audit's TOOL-003); scaled by 6 it passed in 31.9 s
-        timeout_scale=6.0,
+        timeout_scale=6,
     ),
 ]
 

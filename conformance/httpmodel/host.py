@@ -47,6 +47,8 @@ JSON = dict[str, Any]
 _MODULES: dict[str, Any] = {"anthropic": anthropic, "openai-chat": openai_chat, "openai-responses": openai_responses}
 #: The path (after ``/v1``) each dialect's model calls are made on.
 _ROUTES = {"/messages": "anthropic", "/chat/completions": "openai-chat", "/responses": "openai-responses"}
+#: The routes of model calls and token counts (anything else a kernel requests is logged ``http_other``).
+_MODEL_ROUTES = {*_ROUTES, "/messages/count_tokens"}
 #: Ended scenarios remembered for stray requests.
 _ENDED_KEEP = 32
 #: The largest request body read (a chat request with a long history is a few megabytes).
@@ -279,6 +281,8 @@ class ModelHost:
             doubles.log.add("http_rejected", status=401, path=rest, message="wrong or missing API key")
             await refuse(401, "wrong or missing API key: send the key the harness gave (x-api-key or Authorization: Bearer)")
             return
+        if route not in _MODEL_ROUTES:  # every request that is not a model call, for kernels held to those
+            doubles.log.add("http_other", method=method, path=rest)
         if route == "/models":
             if method != "GET":
                 await refuse(405, f"{method} is not allowed on {rest}")

@@ -135,7 +135,7 @@ class Runner:
             cap = entry.timeout_cap_s if entry.timeout_cap_s is not None else self.timeout_cap_s
             if cap is not None:
                 cmd += ["--timeout-cap", str(cap)]
-            if entry.timeout_scale is not None:
+            if entry.timeout_scale:
                 cmd += ["--timeout-scale", str(entry.timeout_scale)]
             cmd += self.extra_args
             try:
@@ -224,6 +224,13 @@ def scrubbed(report: Report, kernel: str = "") -> str:
             req["fail_cause"] = cause_of_fail(results[req["id"]], report, kernel).as_json()
     text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
     return _RUN_SPECIFIC.sub("<id>", text) + "\n"
+
+
+def committed_column(entry: KernelEntry, folder: str | Path = DEFAULT_REPORTS) -> Column | None:
+    """A kernel's column from its committed report, judged under this version's rules
+    (``akc matrix --kernel X --keep-others``); None when it has none."""
+    column = Committed(Path(folder))(entry)
+    return column if column.report is not None else None
 
 
 def write_reports(columns: Sequence[Column], folder: str | Path = DEFAULT_REPORTS) -> list[Path]:

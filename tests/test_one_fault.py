@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import tomllib
+from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from conformance.boundary.adapter import Mechanism
 from conformance.errors import Blocked, ConformanceFailure
@@ -14,6 +17,7 @@ from conformance.report.model import KernelInfo, Report, SuiteInfo, explanation,
 from conformance.report.verdicts import Check, ReqInfo, compute, mechanism_verdict
 from conformance.selftest.registry import Entry
 from conformance.selftest.runner import Job, JobResult, Row
+from conformance.steps.common import ScenarioContext
 
 
 def _req(rid: str, **kw: Any) -> ReqInfo:
@@ -261,3 +265,19 @@ def test_no_adapter_translates_a_limit_exception_into_a_subtype() -> None:
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("error_max"):
                     offenders.append(f"{path.name}:{node.lineno}")
     assert offenders == []
+
+
+# --------------------------------------------------------------------------- hangs after a cancel
+
+
+def test_a_hang_on_a_model_call_still_in_flight_after_the_cancel_is_stop_002s() -> None:
+    """A run that timed out after the cancel on a model call still streaming (smolagents) judges
+    nothing but STOP-002: another requirement's check is blocked by it, STOP-002's own fails."""
+    run = SimpleNamespace(log=[{"kind": "model_request"}, {"kind": "cancel"}], in_flight_at_timeout=["model call #1 (blocked until cancelled)"])
+    block = ScenarioContext.block_on_uncancelled_model_call
+    with pytest.raises(Blocked) as caught:
+        block(SimpleNamespace(requirement_ids=["COST-002"]), run)
+    assert caught.value.by == ["STOP-002"]
+    block(SimpleNamespace(requirement_ids=["STOP-002"]), run)  # its own subject: left to fail
+    block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=run.log, in_flight_at_timeout=["tool call c1 (lookup)"]))
+    block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=[], in_flight_at_timeout=run.in_flight_at_timeout))

@@ -130,6 +130,9 @@ KERNELS: list[KernelEntry] = [
         probe="run_agent",
         profile="commonagent",
         description="hermes-agent 0.19.0 `AIAgent.run_conversation`, a fresh process per scenario",
+        # its fresh process imports hermes before the first event: a 5 s scenario ran out before
+        # hermes did anything (the audit's TOOL-003); scaled by 6 it passed in 31.9 s
+        timeout_scale=6,
     ),
 ]
 

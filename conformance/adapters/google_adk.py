@@ -12,15 +12,25 @@ the request to the harness's scripted model (``Doubles.model_stream``) and yield
 
 What maps to what (the ``LlmAgent`` callbacks):
 
-* ``session-start`` → ``before_agent_callback``; ``session-end`` → ``after_agent_callback`` and, when
-  the run raises, a plugin's ``on_agent_error_callback`` (``plugins/base_plugin.py:383-402``, run
-  from ``agents/base_agent.py:470-471``), on an ``App`` with that plugin.
+* ``session-start`` → ``before_agent_callback``; ``session-end`` → ``after_agent_callback`` (also run
+  when the run is cancelled, ``agents/base_agent.py:453-467``: the dispatch is shielded from the
+  host's cancel scope, subtype ``cancelled``) and, when
+  the run raises, a plugin's ``on_run_error_callback`` (``plugins/base_plugin.py:403-419``, run
+  from ``runners.py:1622-1629``), on an ``App`` with that plugin.
 * ``context-assemble`` and ``pre-model-call`` → ``before_model_callback``, which may mutate the
   ``LlmRequest`` ("Callback can mutate the request", ``agents/llm_agent.py:494-507``): a replaced
   history / request is written into ``llm_request.contents`` / ``config``.
 * ``post-model-response`` → ``after_model_callback``: a returned ``LlmResponse`` replaces the
   model's (``flows/llm_flows/core/_finalizer.py:300-320``: LOOP-005 passes).
-* ``pre-tool-call`` → ``before_tool_callback`` and ``post-tool-call`` → ``after_tool_callback``.
+* ``pre-tool-call`` → ``after_model_callback`` (``agents/llm_agent.py:509``), after
+  post-model-response: it gets the whole response before any call's task is created, so
+  pre-tool-call is dispatched for every call of it in order.
+* ``post-tool-call`` and ``post-apply`` → a plugin's ``on_event_callback`` on the merged
+  function-response event (``plugins/base_plugin.py:155-162``, run by the runner on every event
+  before it is stored or the flow goes on, ``runners.py:1516-1534, 1598-1607``): it comes once
+  every call of the response has ended. post-tool-call for each call in the order asked, then
+  post-apply with the plan ADK has no veto chain for (the response's resource calls, none
+  vetoed); a terminal tool's turn ends at its own post-tool-call.
 * The policy precheck → the same ``before_tool_callback``: returning a dict answers the call
   without running the tool (``flows/llm_flows/tools/_caller.py:505-524``).
 * ``terminates_turn`` → ``tool_context.actions.skip_summarization = True``: the function-response
@@ -35,7 +45,7 @@ What maps to what (the ``LlmAgent`` callbacks):
 * Usage → ``LlmResponse.usage_metadata`` tokens only: ADK computes no cost.
 * Cancellation → the host cancels the task iterating ``run_async``.
 
-Absent in google-adk: ``plan-ready``/``post-apply``, tool kinds and concurrency keys (the calls of
+Absent in google-adk: ``plan-ready``, tool kinds and concurrency keys (the calls of
 one response run as concurrent tasks), a final tool-less turn when ``max_llm_calls`` fires, a
 doom-loop detector, a cost or wall-clock bound, TurnInfo and tags. Sub-agents are not wired
 (``AgentTool`` and ``sub_agents`` exist; the adapter maps no child agents onto them).
@@ -43,6 +53,7 @@ doom-loop detector, a cost or wall-clock bound, TurnInfo and tags. Sub-agents ar
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import uuid
@@ -238,11 +249,11 @@ MECHANISMS: dict[str, Mechanism] = {
     "context-assemble": _m("native", "LlmAgent.before_model_callback (llm_request.contents)", "no budget: ADK hands the callback no call count or cost"),
     "pre-model-call": _m("native", "LlmAgent.before_model_callback (mutating the LlmRequest)"),
     "post-model-response": _m("native", "LlmAgent.after_model_callback (a returned LlmResponse replaces the model's)"),
-    "pre-tool-call": _m("native", "LlmAgent.before_tool_callback"),
-    "post-tool-call": _m("native", "LlmAgent.after_tool_callback"),
-    "session-end": _m("native", "LlmAgent.after_agent_callback / BasePlugin.on_agent_error_callback (the run raised)"),
+    "pre-tool-call": _m("native", "LlmAgent.after_model_callback (every call of the response, before any task starts)"),
+    "post-tool-call": _m("native", "BasePlugin.on_event_callback (the merged function-response event)"),
+    "session-end": _m("native", "LlmAgent.after_agent_callback / BasePlugin.on_run_error_callback (the run raised)"),
     "plan-ready": _m("absent"),
-    "post-apply": _m("absent"),
+    "post-apply": _m("native", "BasePlugin.on_event_callback (the merged function-response event)", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)"),
     "tool_kinds": _m("absent", note="every call of a response runs as a concurrent task"),
     "concurrency_keys": _m("absent"),
@@ -347,7 +358,13 @@ class GoogleAdkAdapter:
             await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
 
         async def after_agent(callback_context: Any) -> None:
-            await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
+            # ADK runs after_agent_callback also when the task driving the agent is cancelled
+            # (agents/base_agent.py:453-467); the host's cancel scope would cancel this dispatch
+            # too, so it is shielded, and reports the cancellation the task is going through
+            task = asyncio.current_task()
+            subtype = "cancelled" if task is not None and task.cancelling() else "success"
+            with anyio.CancelScope(shield=True):
+                await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": subtype}, _turn.get())
 
         async def before_model(callback_context: Any, llm_request: Any) -> None:
             turn = _turn.get()
@@ -374,36 +391,65 @@ class GoogleAdkAdapter:
                     set_params(llm_request.config, out["params"])
             return None
 
+        asked: dict[str, dict[str, Any]] = {}  # call id → the call, from the response that asked it
+
         async def after_model(callback_context: Any, llm_response: Any) -> Any:
             with mapping("the model response"):
                 message = model_to_canonical(llm_response.content)
             new, replaced = await hooks.chain("post-model-response", message, _turn.get())
+            out = None
             if replaced:
-                return LlmResponse(content=model_from_canonical(new), usage_metadata=llm_response.usage_metadata, partial=False, turn_complete=True)
-            return None
+                out = LlmResponse(content=model_from_canonical(new), usage_metadata=llm_response.usage_metadata, partial=False, turn_complete=True)
+                with mapping("the replaced response"):
+                    message = model_to_canonical(out.content)
+            # the whole response, before any of its calls' tasks is created: pre-tool-call for each in order
+            for call in message.get("tool_calls") or []:
+                asked[call["id"]] = call
+                await hooks.chain("pre-tool-call", call, _turn.get())
+            return out
 
         async def before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> Any:
             call = {"id": tool_context.function_call_id, "name": tool.name, "args": args}
-            await hooks.chain("pre-tool-call", call, _turn.get())
             if kinds.get(tool.name) in ("data_source", "interactive"):
                 verdict = await doubles.policy_precheck(call, _turn.get())
                 if not verdict.get("allow", True):
                     return {"error": f"denied by policy: {verdict.get('reason')}"}
             return None
 
-        async def after_tool(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> None:
-            call = {"id": tool_context.function_call_id, "name": tool.name, "args": args}
-            body = tool_response if isinstance(tool_response, dict) else {"result": tool_response}
-            result = {"content": _result_text(body.get("error", body.get("result", body))), "is_error": "error" in body}
-            await hooks.chain("post-tool-call", {"call": call, "result": result}, _turn.get())
-            return None
+        terminal = {t.name for t in scenario.tools if t.terminates_turn}
+
+        class AfterTools(BasePlugin):
+            """post-tool-call and post-apply on the merged function-response event: the runner
+            runs on_event_callback on it once every call of the response has ended, before it is
+            stored or the flow makes its next model call (runners.py:1516-1534, 1598-1607)."""
+
+            async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
+                responses = event.get_function_responses() if event.content is not None else []
+                if not responses:
+                    return None
+                calls = []
+                for r in responses:
+                    call = asked.get(r.id) or {"id": r.id, "name": r.name, "args": {}}
+                    calls.append(call)
+                    body = r.response if isinstance(r.response, dict) else {"result": r.response}
+                    result = {"content": _result_text(body.get("error", body.get("result", body))), "is_error": "error" in body}
+                    await hooks.chain("post-tool-call", {"call": call, "result": result}, _turn.get())
+                    if r.name in terminal:  # the turn ends at the terminal tool's post-tool-call
+                        return None
+                plan = {"items": [
+                    {"call_id": c["id"], "name": c["name"], "args": c["args"], "vetoed": False, "reason": None}
+                    for c in calls if kinds.get(c["name"]) == "resource"
+                ]}
+                await hooks.chain("post-apply", plan, _turn.get())
+                return None
 
         class SessionEndOnError(BasePlugin):
             """session-end when the run raises: ADK's plugin callback for an exception escaping the
-            agent (plugins/base_plugin.py:383-402, run from agents/base_agent.py:470-471), since
-            after_agent_callback is not reached then."""
+            runner (plugins/base_plugin.py:403-419, runners.py:1622-1629), since
+            after_agent_callback is not reached then; it also covers an exception raised by a
+            plugin's own callback (post-tool-call's, on the function-response event)."""
 
-            async def on_agent_error_callback(self, *, agent: Any, callback_context: Any, error: Exception) -> None:
+            async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "error"}, _turn.get())
 
         agent = LlmAgent(
@@ -411,9 +457,12 @@ class GoogleAdkAdapter:
             tools=[ScenarioTool(t) for t in scenario.tools],
             before_agent_callback=before_agent, after_agent_callback=after_agent,
             before_model_callback=before_model, after_model_callback=after_model,
-            before_tool_callback=before_tool, after_tool_callback=after_tool,
+            before_tool_callback=before_tool,
         )
-        return agent, [SessionEndOnError(name="akc_session_end")] if hooks.has("session-end") else []
+        plugins: list[Any] = [AfterTools(name="akc_after_tools")]
+        if hooks.has("session-end"):
+            plugins.append(SessionEndOnError(name="akc_session_end"))
+        return agent, plugins
 
 
 def factory() -> GoogleAdkAdapter:

@@ -23,8 +23,12 @@ What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
   (present when a turn bound is set; the framework counts nothing otherwise).
 * ``post-model-response`` → the same ``awrap_model_call`` after the handler: a replaced message is
   returned as the ``ModelResponse``, so it is what is stored and routed on.
-* ``pre-tool-call`` and ``post-tool-call`` → ``awrap_tool_call`` around the handler, per call;
-  each call of a response is its own ``Send`` task (``factory.py:2032``), all in one superstep.
+* ``pre-tool-call`` → ``aafter_model``, which sees the response before any of its calls is sent
+  to the tools node (``middleware/types.py:481-500``; the place langchain's own
+  ``HumanInTheLoopMiddleware`` reviews every call, ``middleware/human_in_the_loop.py:764, 867``):
+  dispatched for every call of the response in order. ``post-tool-call`` → ``awrap_tool_call``
+  after the handler, per call; each call of a response is its own ``Send`` task
+  (``factory.py:2032``), all in one superstep.
 * The policy precheck → the same ``awrap_tool_call``: a denied data-source or interactive call
   returns an error ``ToolMessage`` without calling the handler (the documented short-circuit).
 * ``terminates_turn`` → ``StructuredTool(return_direct=True)``: the loop ends after the tools node
@@ -243,7 +247,7 @@ MECHANISMS: dict[str, Mechanism] = {
                            "budget.turns_used is ModelCallLimitMiddleware's run_model_call_count, present only with a turn bound"),
     "pre-model-call": _m("native", "AgentMiddleware.awrap_model_call (ModelRequest.override)"),
     "post-model-response": _m("native", "AgentMiddleware.awrap_model_call (the returned ModelResponse)"),
-    "pre-tool-call": _m("native", "AgentMiddleware.awrap_tool_call (before the handler)"),
+    "pre-tool-call": _m("native", "AgentMiddleware.aafter_model (every tool call of the response, before any is sent)"),
     "post-tool-call": _m("native", "AgentMiddleware.awrap_tool_call (after the handler)"),
     "session-end": _m("native", "AgentMiddleware.after_agent", "not run when the graph raises or is cancelled"),
     "plan-ready": _m("absent"),
@@ -403,10 +407,15 @@ class LangChainAdapter:
                         return ModelResponse(result=messages, structured_response=response.structured_response)
                 return response
 
+            async def aafter_model(self, state: Any, runtime: Any) -> None:
+                last = state["messages"][-1] if state.get("messages") else None
+                for c in getattr(last, "tool_calls", None) or []:
+                    await hooks.chain("pre-tool-call", {"id": c.get("id"), "name": c.get("name"), "args": c.get("args")}, _turn.get())
+                return None
+
             async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
                 turn = _turn.get()
                 call = tool_call_of(request)
-                await hooks.chain("pre-tool-call", call, turn)
                 if kinds.get(call["name"]) in ("data_source", "interactive"):
                     verdict = await doubles.policy_precheck(call, turn)
                     if not verdict.get("allow", True):

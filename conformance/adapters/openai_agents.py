@@ -22,8 +22,10 @@ What maps to what:
 * Interactive tools one at a time → ``RunConfig.tool_execution=ToolExecutionConfig(
   max_function_tool_concurrency=1)`` when the scenario has one (``run_config.py:143-151``); the
   response's other calls then run one at a time too.
-* ``pre-tool-call`` → ``RunHooks.on_tool_start`` and ``post-tool-call`` → ``RunHooks.on_tool_end``,
-  called per tool around that tool's own invocation.
+* ``pre-tool-call`` (observe) → ``RunHooks.on_llm_end`` (``lifecycle.py:28-36``), after
+  post-model-response: it gets the whole response before any tool starts, so pre-tool-call is
+  dispatched for every function call of it in order, calls the precheck then refuses included.
+  ``post-tool-call`` → ``RunHooks.on_tool_end``, called per tool after that tool's own invocation.
 * The policy precheck → a ``ToolInputGuardrail`` on every data-source and interactive tool
   (``tool_guardrails.py``): a denial is ``reject_content`` with the reason, so the tool does not
   run and the model gets the message.
@@ -232,7 +234,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "context-assemble": _m("native", "RunConfig.call_model_input_filter"),
     "pre-model-call": _m("native", "RunConfig.call_model_input_filter", "replaces the input and instructions; the tool specs and params it cannot"),
     "post-model-response": _m("observe-only", "RunHooks.on_llm_end"),
-    "pre-tool-call": _m("observe-only", "RunHooks.on_tool_start"),
+    "pre-tool-call": _m("observe-only", "RunHooks.on_llm_end (every function call of the response, before any tool starts)"),
     "post-tool-call": _m("observe-only", "RunHooks.on_tool_end"),
     "session-end": _m("observe-only", "RunHooks.on_agent_end", "only when the agent produces a final output"),
     "plan-ready": _m("absent"),
@@ -358,10 +360,11 @@ class OpenAIAgentsAdapter:
             async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
                 msgs = to_canonical(list(response.output))
                 await hooks.chain("post-model-response", msgs[0] if msgs else {"role": "assistant"}, _turn.get())
-
-            async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-                call = {"id": getattr(context, "tool_call_id", None), "name": tool.name, "args": parse_args(getattr(context, "tool_arguments", None))}
-                await hooks.chain("pre-tool-call", call, _turn.get())
+                # the whole response, before any of its tools starts: pre-tool-call for each call in order
+                for item in response.output:
+                    if getattr(item, "type", None) == "function_call":
+                        call = {"id": item.call_id, "name": item.name, "args": parse_args(item.arguments)}
+                        await hooks.chain("pre-tool-call", call, _turn.get())
 
             async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
                 call = {"id": getattr(context, "tool_call_id", None), "name": tool.name, "args": parse_args(getattr(context, "tool_arguments", None))}

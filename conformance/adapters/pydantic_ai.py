@@ -24,6 +24,11 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   before any executes (``_tool_execution.py:736-768, 794``; ``tool_manager.py:668``).
   ``post-tool-call`` → ``after_tool_execute``, ``on_tool_execute_error`` (a failed call) and, for
   a terminal output tool, ``after_output_process`` (``capabilities/abstract.py:1543-1555``).
+* ``post-apply`` → ``after_node_run`` on a ``CallToolsNode`` whose response has tool calls: it
+  runs once that node has run every call of the response (``capabilities/abstract.py:966-979``,
+  ``run.py:579``), with the plan pydantic-ai has no veto chain for: the response's resource
+  calls, none vetoed. Not for a response ending the run through a terminal (output) tool, whose
+  turn ends at its post-tool-call.
 * The policy precheck → a ``before_tool_execute`` hook on data-source and interactive calls that
   refuses with ``ToolFailed`` (``exceptions.py:123-134``), as openai-agents' tool input guardrail.
 * Interactive tools → ``sequential=True`` (a barrier running alone, ``_tool_execution.py:409-411``).
@@ -52,8 +57,8 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
 * Cancellation → pydantic-ai's ``CancellationToken`` (``_cancel.py:50-71``); ``RunCancelled``
   carries what the run completed (``exceptions.py:349-366``), reported as the journal.
 
-What does not exist in pydantic-ai, so is left out: ``plan-ready`` and ``post-apply`` (no plan /
-apply gate or veto chain), tool kinds, concurrency keys, a doom-loop detector, a limit-reached
+What does not exist in pydantic-ai, so is left out: ``plan-ready`` (no plan / apply gate or veto
+chain), tool kinds, concurrency keys, a doom-loop detector, a limit-reached
 final turn, pricing of one's own, a stored journal (the journal reported is the message history
 ``all_messages()`` returns), and a span per turn or for a veto chain. ``MECHANISMS`` below is the
 table the report carries.
@@ -288,7 +293,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-tool-call": _m("native", "Hooks.after_tool_execute / Hooks.after_output_process"),
     "session-end": _m("observe-only", "Hooks.after_run / Hooks.on_run_error"),
     "plan-ready": _m("absent", note="no plan/apply gate or veto chain"),
-    "post-apply": _m("absent", note="no plan/apply gate"),
+    "post-apply": _m("native", "Hooks.after_node_run (CallToolsNode)", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "Hooks.before_tool_execute raising ToolFailed"),
     "tool_kinds": _m("absent", note="no tool kinds; interactive tools are only marked sequential=True"),
     "concurrency_keys": _m("absent", note="only a per-tool sequential barrier"),
@@ -359,7 +364,7 @@ class PydanticAIAdapter:
         return result
 
     def _build(self, scenario: Scenario, doubles: Doubles, instrumentation: Any = None) -> tuple[Any, Any]:
-        from pydantic_ai import Agent, RunContext, Tool, ToolOutput
+        from pydantic_ai import Agent, CallToolsNode, RunContext, Tool, ToolOutput
         from pydantic_ai.output import StructuredDict
         from pydantic_ai import messages as m
         from pydantic_ai.capabilities import Hooks as PaiHooks
@@ -482,6 +487,7 @@ class PydanticAIAdapter:
                 return args
 
         kinds = {t.name: t.kind for t in scenario.tools}
+        terminal = {t.name for t in scenario.tools if t.terminates_turn}
 
         if hooks.has("post-tool-call"):
 
@@ -530,6 +536,20 @@ class PydanticAIAdapter:
                     }
                     await hooks.chain("post-tool-call", payload, _turn.get())
                 return output
+
+        if hooks.has("post-apply"):
+
+            @ph.on.after_node_run
+            async def after_node_run(ctx: Any, *, node: Any, result: Any) -> Any:
+                """Once the CallToolsNode ran every call of the response (capabilities/abstract.py:966)."""
+                calls = node.model_response.tool_calls if isinstance(node, CallToolsNode) else []
+                if calls and not any(c.tool_name in terminal for c in calls):
+                    plan = {"items": [
+                        {"call_id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args), "vetoed": False, "reason": None}
+                        for c in calls if kinds.get(c.tool_name) == "resource"
+                    ]}
+                    await hooks.chain("post-apply", plan, _turn.get())
+                return result
 
         def make_output(tool: ToolDef) -> Any:
             """A terminates_turn tool is an output tool whose output function is the tool."""

@@ -29,6 +29,11 @@ What maps to what:
 * ``session-end`` (observe) → a ``step_callbacks`` entry for ``FinalAnswerStep``, which
   ``_finalize_step`` calls once a run ends with an answer or out of steps (``agents.py:609-623``);
   a run that raises (interrupted, a model error) has no final step, so no session-end.
+* ``post-apply`` (observe) → a ``step_callbacks`` entry for ``ActionStep``, which
+  ``_finalize_step`` calls once a step has run every call of its response (``agents.py:597-603,
+  620-623``), with the plan smolagents has no veto chain for: the step's resource calls, none
+  vetoed (from the step's ``tool_calls``, ``memory.py:51-64``). Not for the step that calls
+  ``final_answer``.
 * Interactive tools one at a time → ``max_tool_threads=1`` (the size of the step's thread pool,
   ``agents.py:1238, 1426``) when the scenario has one; the step's other calls then run one at a
   time too (no per-call setting exists).
@@ -157,7 +162,9 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 MECHANISMS: dict[str, Mechanism] = {
     **{p: _m("absent", note="step_callbacks only observe a finished step") for p in (
         "session-start", "context-assemble", "pre-model-call", "post-model-response", "pre-tool-call",
-        "plan-ready", "post-tool-call", "post-apply")},
+        "plan-ready", "post-tool-call")},
+    # _finalize_step runs the step callbacks on each ActionStep once its calls all ran (agents.py:597-603)
+    "post-apply": _m("observe-only", "step_callbacks[ActionStep] (agents.py:597-603, 620-623)", "the plan: the step's resource calls, none vetoed (no plan-ready)"),
     # _finalize_step runs the step callbacks on the run's FinalAnswerStep (agents.py:609-623):
     # the end of a run that ends (not one that raises, e.g. when interrupted).
     "session-end": _m("observe-only", "step_callbacks[FinalAnswerStep] (agents.py:609-623)", "not called when the run raises"),
@@ -233,7 +240,7 @@ class SmolagentsAdapter:
 
     def _build(self, scenario: Scenario, doubles: Doubles, call_async: Any, turn: Any) -> Any:
         from smolagents import Tool, ToolCallingAgent
-        from smolagents.memory import FinalAnswerStep
+        from smolagents.memory import ActionStep, FinalAnswerStep
         from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model
         from smolagents.monitoring import LogLevel, TokenUsage
 
@@ -291,13 +298,30 @@ class SmolagentsAdapter:
             subtype = "error_max_turns" if type(getattr(last, "error", None)).__name__ == "AgentMaxStepsError" else "success"
             call_async(hooks.chain, "session-end", {"session_id": turn()["session_id"], "subtype": subtype}, turn())
 
+        kinds = {t.name: t.kind for t in scenario.tools}
+
+        def action_step(step: Any, agent: Any) -> None:
+            # post-apply, observed: the callbacks of an ActionStep, once its calls all ran
+            if not step.tool_calls or step.is_final_answer:
+                return
+            plan = {"items": [
+                {"call_id": c.id, "name": c.name, "args": parse_args(c.arguments), "vetoed": False, "reason": None}
+                for c in step.tool_calls if kinds.get(c.name) == "resource"
+            ]}
+            call_async(hooks.chain, "post-apply", plan, turn())
+
         hooks = Hooks(scenario, doubles)
+        callbacks: dict[Any, list[Any]] = {}
+        if hooks.has("session-end"):
+            callbacks[FinalAnswerStep] = [final_answer_step]
+        if hooks.has("post-apply"):
+            callbacks[ActionStep] = [action_step]
         agent = ToolCallingAgent(
             tools=[make_tool(t) for t in scenario.tools],
             model=ScriptedModel(model_id=scenario.model.name),
             instructions=scenario.system_prompt,
             verbosity_level=LogLevel.OFF,
-            step_callbacks={FinalAnswerStep: [final_answer_step]} if hooks.has("session-end") else None,
+            step_callbacks=callbacks or None,
             # the way smolagents keeps calls one at a time (its thread pool's size, agents.py:1426):
             # with an interactive tool in the scenario, every call of a step runs alone
             max_tool_threads=1 if any(t.kind == "interactive" for t in scenario.tools) else None,

@@ -24,6 +24,10 @@ What maps to what:
   ``_check_limits`` reads them, ``event_loop/event_loop.py:70-95``).
 * ``pre-tool-call`` → ``BeforeToolCallEvent`` and ``post-tool-call`` → ``AfterToolCallEvent``
   (its ``result`` is writable).
+* ``post-apply`` → ``AfterToolsEvent``, fired once after every tool of the batch
+  (``hooks/events.py:186-218``, ``event_loop/event_loop.py:956-963``), with the plan strands has
+  no veto chain for: the batch's resource calls, none vetoed (read from ``BeforeToolsEvent``'s
+  assistant message, ``hooks/events.py:150-167``).
 * The policy precheck → ``BeforeToolCallEvent.cancel_tool = "denied by policy: ..."``: strands does
   not run the tool and gives the model an error result with that message.
 * Tool scheduling → strands' executors: ``ConcurrentToolExecutor`` (the default); an agent whose
@@ -45,7 +49,7 @@ What maps to what:
 * Usage → token counts from the ``metadata`` event only: strands computes no cost.
 * Cancellation → ``agent.cancel()``, strands' own: the run returns with ``stop_reason="cancelled"``.
 
-Absent in strands: ``plan-ready``/``post-apply`` (no plan/apply gate), tool kinds and concurrency
+Absent in strands: ``plan-ready`` (no plan/apply gate), tool kinds and concurrency
 keys, a final tool-less turn when a limit fires, a doom-loop detector, a cost or wall-clock bound
 (``Limits`` has turns and tokens only), TurnInfo and tags. Sub-agents are not wired
 (``Agent.as_tool`` / ``vended_tools.subagent`` exist; the adapter maps no child agents onto them).
@@ -209,7 +213,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-tool-call": _m("native", "AfterToolCallEvent"),
     "session-end": _m("native", "AfterInvocationEvent"),
     "plan-ready": _m("absent"),
-    "post-apply": _m("absent"),
+    "post-apply": _m("native", "AfterToolsEvent", "the plan: the batch's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "BeforeToolCallEvent.cancel_tool"),
     "tool_kinds": _m("absent", note="the executor is per agent: SequentialToolExecutor when the scenario has an interactive tool, else ConcurrentToolExecutor"),
     "concurrency_keys": _m("absent"),
@@ -275,7 +279,14 @@ class StrandsAdapter:
 
     def _build(self, scenario: Scenario, doubles: Doubles) -> Any:
         from strands import Agent
-        from strands.hooks import AfterInvocationEvent, AfterToolCallEvent, BeforeInvocationEvent, BeforeToolCallEvent
+        from strands.hooks import (
+            AfterInvocationEvent,
+            AfterToolCallEvent,
+            AfterToolsEvent,
+            BeforeInvocationEvent,
+            BeforeToolCallEvent,
+            BeforeToolsEvent,
+        )
         from strands.middleware import InvokeModelStage
         from strands.models import Model
         from strands.tools.executors import ConcurrentToolExecutor, SequentialToolExecutor
@@ -396,6 +407,16 @@ class StrandsAdapter:
             payload = {"call": call_of(event.tool_use), "result": {"content": content, "is_error": result.get("status") == "error"}}
             await hooks.chain("post-tool-call", payload, _turn.get())
 
+        async def before_tools(event: Any) -> None:
+            uses = [b["toolUse"] for b in event.message.get("content") or [] if "toolUse" in b]
+            holder["plan"] = {"items": [
+                {"call_id": u.get("toolUseId"), "name": u.get("name"), "args": u.get("input"), "vetoed": False, "reason": None}
+                for u in uses if kinds.get(u.get("name")) == "resource"
+            ]}
+
+        async def after_tools(event: Any) -> None:
+            await hooks.chain("post-apply", holder.pop("plan", {"items": []}), _turn.get())
+
         def make_tool(tool: ToolDef) -> Any:
             async def invoke(tool_use: Any, **_: Any) -> dict[str, Any]:
                 call_id = tool_use["toolUseId"]
@@ -424,6 +445,8 @@ class StrandsAdapter:
         agent.hooks.add_callback(AfterInvocationEvent, after_invocation)
         agent.hooks.add_callback(BeforeToolCallEvent, before_tool)
         agent.hooks.add_callback(AfterToolCallEvent, after_tool)
+        agent.hooks.add_callback(BeforeToolsEvent, before_tools)
+        agent.hooks.add_callback(AfterToolsEvent, after_tools)
         return agent
 
 

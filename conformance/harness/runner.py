@@ -85,6 +85,9 @@ class ScenarioRun:
     #: Fields of records the kernel produced with a wrong type or missing ("journal.tool_calls[0]
     #: .approval: ..."): a check that reads one fails (docs/adapter.md, "Wrong types").
     malformed: list[str] = field(default_factory=list)
+    #: What the doubles still had in flight when the time ran out (a hang's model call, say),
+    #: taken before the cancellation unwound it: a check blocked by that hang reads it.
+    in_flight_at_timeout: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -267,6 +270,7 @@ async def run_scenario(
         await anyio.sleep(limit_s)
         slow = slow_message(scenario, limit_s, doubles)
         snapshot["slow" if slow else "diagnostic"] = slow or hang_diagnostic(scenario, doubles, limit_s, adapter)
+        run.in_flight_at_timeout = doubles.in_flight()
         scope.cancel()
 
     served = None
@@ -445,7 +449,9 @@ class PortalRunner:
                 continue
         blocked = self.blocked_for()
         self._abandon()
-        run = ScenarioRun(scenario=scenario, timed_out=True, doubles=doubles, log=doubles.log.events)
+        run = ScenarioRun(
+            scenario=scenario, timed_out=True, doubles=doubles, log=doubles.log.events, in_flight_at_timeout=doubles.in_flight()
+        )
         if blocked >= BLOCKED_AFTER_S:
             run.diagnostic = (
                 hang_diagnostic(scenario, doubles, limit_s)

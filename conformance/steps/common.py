@@ -48,6 +48,9 @@ from conformance.boundary.scenario import (
 #: The hook point that starts a model turn, per profile.
 TURN_START = {"kernel": "context-assemble", "commonagent": "pre_api_request"}
 
+#: Cancelling also stops a model call in flight (000 "Stopping a turn").
+STOP_MODEL_CALL = "STOP-002"
+
 _QUOTED = re.compile(r'"([^"]*)"')
 
 
@@ -235,6 +238,7 @@ class ScenarioContext:
         if run.error:
             raise AdapterError(run.error)
         if run.timed_out:
+            self.block_on_uncancelled_model_call(run)
             raise ConformanceFailure(run.diagnostic or "the kernel hung", raw=True)
         not_offered(run, self.requirement_ids)
         for e in self.events("rendezvous_timeout"):
@@ -431,6 +435,17 @@ class ScenarioContext:
         else:
             return
         raise Blocked(by, f"the run raised {raised.type}: {raised.message}"[:300])
+
+    def block_on_uncancelled_model_call(self, run: ScenarioRun) -> None:
+        """Precondition of a check after a cancel: the kernel stopped the model call in flight.
+        A run that hung after the cancel on a model call still streaming is STOP-002's subject
+        (cancelling stops a model call in flight), so another requirement's check is blocked by
+        it, not failed (one fault, one verdict): what it would judge never happened."""
+        if STOP_MODEL_CALL in self.requirement_ids or not any(e.get("kind") == "cancel" for e in run.log):
+            return
+        flying = [f for f in run.in_flight_at_timeout if f.startswith("model call")]
+        if flying:
+            raise Blocked(STOP_MODEL_CALL, f"after the cancel the kernel went on waiting for {flying[0]} until the timeout")
 
     def require_points_dispatched(self, points: Iterable[str]) -> None:
         """Precondition of a check on hook points: each point it needs was dispatched at least once

@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then
 
-from conformance.errors import ConformanceFailure, HarnessError, Incomplete, expect_equal, show
+from conformance.errors import Blocked, ConformanceFailure, HarnessError, Incomplete, expect_equal, show
 from conformance.boundary.scenario import ModelResponse, ScriptedToolCall
 from conformance.steps.common import ScenarioContext, _json, judges, split_ids, table_rows
 
@@ -343,6 +343,11 @@ def then_pre_model_call_payload(akc: ScenarioContext, k: str) -> None:
     if ca_chain:  # without a context-assemble dispatch (LOOP-001's fault) there is no output to compare
         expected = apply_outcomes(ca_chain[0]["payload"], ca_chain)
         if not contains(payload.get("payload"), expected):
+            without_budget = {key: v for key, v in expected.items() if key != "budget"} if isinstance(expected, dict) else expected
+            handed = ca_chain[0]["payload"]
+            if "LOOP-001" not in akc.requirement_ids and isinstance(handed, dict) and "budget" not in handed and contains(payload.get("payload"), without_budget):
+                # only the budget is missing, and the kernel never had one to carry: LOOP-001's subject
+                raise Blocked("LOOP-001", f"context-assemble of model turn {turn} carried no budget, so pre-model-call could not pass one on")
             raise ConformanceFailure(f"pre-model-call payload.payload of model turn {turn}", expected, payload.get("payload"))
     offered = set(map(str, spec_names(payload.get("tool_specs"))))
     missing = sorted(t.name for t in akc.scenario.tools if t.name not in offered)

@@ -750,7 +750,10 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # A hook may hand back the message with `tool_calls: []` (issue 21, "several of a kind"): an
   # empty list is no tool_use block, exactly as a message without the key.
-  @LOOP-005 @LOOP-006 @dim:replacement=empty_calls_list @dim:turn=first
+  # LOOP-005's subject (what the chain hands back is what is acted on); that a turn without tool_use
+  # dispatches no tool hook is LOOP-006's own scenarios' (a kernel without the point fails LOOP-005
+  # here, once).
+  @LOOP-005 @dim:replacement=empty_calls_list
   Scenario: A post-model-response replacement with an empty tool_calls list ends the loop without tool hooks
     Given a tool "lookup" of kind "data_source"
     And a tool "write" of kind "resource"
@@ -799,9 +802,10 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended
 
-  # The limit-reached turn is a turn (issue 21): steps 1 and 5 run in it too.
-  @LOOP-001 @LOOP-004 @dim:turn=limit_reached
-  Scenario: The limit-reached turn also begins with context-assemble and dispatches post-model-response
+  # The limit-reached turn is a turn (issue 21): steps 1 and 5 run in it too. One scenario per
+  # subject (one fault, one verdict): a kernel without post-model-response fails LOOP-004 only.
+  @LOOP-001 @dim:turn=limit_reached
+  Scenario: The limit-reached turn also begins with context-assemble
     Given a tool "lookup" of kind "data_source"
     And max_turns is 1
     And the model calls "lookup" with {"q": "1"} as "a"
@@ -809,7 +813,16 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "final answer"
     When the kernel runs
     Then every model call starts with "context-assemble" carrying the history and the budget
-    And "post-model-response" was dispatched once in every model call
+
+  @LOOP-004 @dim:turn=limit_reached
+  Scenario: The limit-reached turn also dispatches post-model-response
+    Given a tool "lookup" of kind "data_source"
+    And max_turns is 1
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model calls "lookup" with {"q": "2"} as "b"
+    And the model answers "final answer"
+    When the kernel runs
+    Then "post-model-response" was dispatched once in every model call
 
   # ------------------------------------------------------------------ child sessions and unknown tools (blind round 2)
 

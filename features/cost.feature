@@ -273,7 +273,7 @@ Feature: Cost accounting
     And the run ends with a subtype other than "success"
 
   # Blind round 2: a delegated child's usage events are usage events too, persisted with their cost.
-  @COST-001 @dim:session=child
+  @cap_subagents @COST-001 @dim:session=child
   Scenario: The usage events of a delegated child session are costed and persisted too
     Given the scenario settings:
       """

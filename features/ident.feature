@@ -170,7 +170,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
 
   # Blind round 2: the hooks and tools of a delegated child turn get the child turn's TurnInfo,
   # not the parent's ("Every hook, tool and journal call receives a TurnInfo. It says who is running").
-  @IDENT-001 @dim:depth=1
+  @cap_subagents @IDENT-001 @dim:depth=1
   Scenario: The hook dispatches inside a delegated child turn carry the child's TurnInfo, not the parent's
     Given a subagent tool "delegate"
     And a tool "weather"
@@ -182,7 +182,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     Then tool "k1" ran
     And every hook dispatch of the child turn of "d1" carries the child turn's own turn id, not the parent's
 
-  @IDENT-002 @dim:depth=1
+  @cap_subagents @IDENT-002 @dim:depth=1
   Scenario: The tool calls inside a delegated child turn carry the child's TurnInfo, not the parent's
     Given a subagent tool "delegate"
     And a tool "weather"

@@ -828,7 +828,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # A delegated child runs a session of its own: session-start before its first RunTurn and
   # session-end after its loop exits, as for the root session.
-  @LOOP-015 @dim:depth=0 @dim:depth=1
+  @cap_subagents @LOOP-015 @dim:depth=0 @dim:depth=1
   Scenario: session-start opens every session, a delegated child's included
     Given a delegation tool "delegate"
     And the model calls "delegate" with {"goal": "sub task"} as "d1"
@@ -837,7 +837,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     When the kernel runs
     Then "session-start" was dispatched once in every session, a child's included, before its first "context-assemble"
 
-  @LOOP-016 @dim:depth=0 @dim:depth=1
+  @cap_subagents @LOOP-016 @dim:depth=0 @dim:depth=1
   Scenario: session-end closes every session, a delegated child's included
     Given a delegation tool "delegate"
     And the model calls "delegate" with {"goal": "sub task"} as "d1"

@@ -63,6 +63,23 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{kind.__name__} {value!r} is not JSON data")
 
 
+def _check_plain(value: Any) -> None:
+    """Raise TypeError for what JSON cannot hold (a set, bytes, an object): marshal would keep it."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str and not isinstance(key, _SCALARS):
+                raise TypeError(f"key {key!r} is not a JSON key")
+            _check_plain(item)
+    elif kind is list or kind is tuple:
+        for item in value:
+            _check_plain(item)
+    elif not isinstance(value, _SCALARS):
+        raise TypeError(f"{kind.__name__} {value!r} is not JSON data")
+
+
 def json_copy(value: Any, what: str) -> Any:
     """A deep copy of JSON data; refuses what cannot be stored as JSON, naming it."""
     try:
@@ -180,7 +197,10 @@ class MemoryJournal:
         if type(message) is not dict or type(message.get("role")) is not str:
             _check_role(message)  # exact types pass without the call; anything else is checked
         try:
+            _check_plain(message)
             data = marshal.dumps(message)
+        except (TypeError, RecursionError) as exc:
+            raise ValueError(f"journal: message is not JSON-serialisable: {exc}") from None
         except ValueError:
             data = _stored(message, "message")  # raises, naming what was refused
         key = self._turn_keys.get(turn.turn_id)

@@ -4,7 +4,9 @@ The schema is created by :meth:`PostgresJournal.open` (a migration table records
 a newer journal can add columns later); every write is one transaction, committed before the
 method returns, so a write that returned survives a crash of this process. ``schema`` puts the
 tables in a Postgres schema of their own (one cluster serves many journals: the conformance
-kit gives each check a fresh one). Rows are JSONB; messages keep their order by a ``bigserial``.
+kit gives each check a fresh one). Rows are JSON text, not ``jsonb``: jsonb cannot hold
+``\\u0000`` (the kit's Unicode properties found it) and reorders keys; a record comes back as it
+was given. Each table keeps its order by a ``bigserial``.
 """
 
 from __future__ import annotations
@@ -22,15 +24,15 @@ from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, TurnS
 #: Migrations, in order; ``schema_version`` holds how many ran.
 MIGRATIONS = (
     """
-    CREATE TABLE sessions (seq bigserial PRIMARY KEY, id text NOT NULL UNIQUE, record jsonb NOT NULL);
+    CREATE TABLE sessions (seq bigserial PRIMARY KEY, id text NOT NULL UNIQUE, record text NOT NULL);
     CREATE TABLE turns (seq bigserial PRIMARY KEY, turn_id text NOT NULL UNIQUE,
-        session_id text NOT NULL REFERENCES sessions(id), turn jsonb NOT NULL, status text);
+        session_id text NOT NULL REFERENCES sessions(id), turn text NOT NULL, status text);
     CREATE TABLE messages (seq bigserial PRIMARY KEY, session_id text NOT NULL REFERENCES sessions(id),
         turn_id text, message text NOT NULL);
     CREATE INDEX messages_by_session ON messages (session_id, seq);
-    CREATE TABLE tool_calls (seq bigserial PRIMARY KEY, session_id text NOT NULL REFERENCES sessions(id), row jsonb NOT NULL);
+    CREATE TABLE tool_calls (seq bigserial PRIMARY KEY, session_id text NOT NULL REFERENCES sessions(id), row text NOT NULL);
     CREATE TABLE usage (seq bigserial PRIMARY KEY, session_id text NOT NULL REFERENCES sessions(id),
-        event jsonb NOT NULL, tags jsonb NOT NULL);
+        event text NOT NULL, tags text NOT NULL);
     """,
 )
 
@@ -156,7 +158,6 @@ class PostgresJournal:
             raise ValueError(f"journal: turn {turn.turn_id!r} was already started") from None
 
     async def append_message(self, turn: TurnInfo, message: dict[str, Any]) -> None:
-        # JSON text, not jsonb: jsonb reorders keys and drops duplicates; a message comes back as given
         await self._write("INSERT INTO messages (session_id, turn_id, message) VALUES (%s, %s, %s)",
                           (turn.session_id, turn.turn_id, message_json(message)), turn.session_id)
 
@@ -180,7 +181,7 @@ class PostgresJournal:
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
         async with await self._conn() as conn:
             row = await (await conn.execute("SELECT record FROM sessions WHERE id = %s", (session_id,))).fetchone()
-            return row[0] if row else None
+            return json.loads(row[0]) if row else None
 
     async def dump(self) -> dict[str, Any]:
         async with await self._conn() as conn, conn.transaction():  # one snapshot
@@ -188,19 +189,19 @@ class PostgresJournal:
                 return list(await (await conn.execute(sql)).fetchall())
 
             return {
-                "sessions": [r[0] for r in await rows("SELECT record FROM sessions ORDER BY seq")],
-                "turns": [{"turn": t, "status": s} for t, s in await rows("SELECT turn, status FROM turns ORDER BY seq")],
+                "sessions": [json.loads(r[0]) for r in await rows("SELECT record FROM sessions ORDER BY seq")],
+                "turns": [{"turn": json.loads(t), "status": s} for t, s in await rows("SELECT turn, status FROM turns ORDER BY seq")],
                 "messages": [{"session_id": s, "turn_id": t, "message": json.loads(m)}
                              for s, t, m in await rows("SELECT session_id, turn_id, message FROM messages ORDER BY seq")],
-                "tool_calls": [r[0] for r in await rows("SELECT row FROM tool_calls ORDER BY seq")],
-                "usage": [r[0] for r in await rows("SELECT event FROM usage ORDER BY seq")],
+                "tool_calls": [json.loads(r[0]) for r in await rows("SELECT row FROM tool_calls ORDER BY seq")],
+                "usage": [json.loads(r[0]) for r in await rows("SELECT event FROM usage ORDER BY seq")],
             }
 
     async def cost_by_tag(self) -> dict[str, float]:
         totals: dict[str, float] = defaultdict(float)
         async with await self._conn() as conn:
             for event, tags in await (await conn.execute("SELECT event, tags FROM usage ORDER BY seq")).fetchall():
-                add_costs(totals, tags, event["cost_usd"])
+                add_costs(totals, json.loads(tags), json.loads(event)["cost_usd"])
         return dict(totals)
 
     # ------------------------------------------------------------------ for the conformance kit

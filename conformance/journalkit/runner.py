@@ -148,6 +148,7 @@ def run_kit(spec: str, *, reqs: list[str] | None = None, timeout_s: float = 30.0
     unknown = [r for r in reqs or [] if r not in known]
     if unknown:
         raise UsageError(f"unknown journal requirement {', '.join(unknown)} (see conformance/catalog/journal.toml)")
+    name = name or spec
     if factory is None:
         spec, factory = resolve(spec)
     chosen = [r for r in catalog if reqs is None or r.id in reqs]
@@ -163,7 +164,7 @@ def run_kit(spec: str, *, reqs: list[str] | None = None, timeout_s: float = 30.0
         summary[r.verdict] = summary.get(r.verdict, 0) + 1
     return Report(
         suite=SuiteInfo(version=__version__, catalog_version=JOURNAL_CATALOG_VERSION),
-        kernel=KernelInfo(name=name or spec, version="", profiles=[PROFILE], capabilities=caps),
+        kernel=KernelInfo(name=name, version="", profiles=[PROFILE], capabilities=caps),
         profiles=[PROFILE], requirements=results, summary=summary, exit_code=exit_code(results),
         duration_s=round(time.perf_counter() - started, 2), selected=reqs,
     )

@@ -2,7 +2,8 @@
 # A throwaway Postgres cluster for the journal's tests and CI: `start DIR` makes one in DIR (as
 # the `postgres` user when run as root: the server refuses root), listening only on a socket in
 # DIR, and prints its DSN; `stop DIR` stops it and removes DIR. Exit 1, saying why, when no
-# server can be started (no Debian `postgresql` installed).
+# server can be started (no Debian `postgresql` installed). DIR's parent folders must be
+# reachable by the server's user (a folder of its own in /tmp is).
 set -euo pipefail
 cmd=${1:-}; dir=${2:-}
 if [ -z "$cmd" ] || [ -z "$dir" ]; then echo "usage: scripts/postgres.sh start|stop DIR" >&2; exit 2; fi

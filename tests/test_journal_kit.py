@@ -108,3 +108,13 @@ def test_reference_kernel_on_postgres(postgres_dsn: str) -> None:
                   "--req", "JOURNAL-004", "--req", "JOURNAL-005")
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr
     assert "4 pass" in ran.stdout
+
+
+def test_benchmark_prints_one_row_per_journal_and_load() -> None:
+    import sys
+
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks/journal.py"), "--turns", "4", "--sessions", "1", "2", "--json"],
+                         check=True, capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "AKC_JOURNAL_DSN"}).stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["journal"], r["sessions"]) for r in rows] == [("memory", 1), ("memory", 2), ("sqlite", 1), ("sqlite", 2)]
+    assert all(r["turns_per_s"] > 0 and r["p99_write_ms"] >= r["p50_write_ms"] >= 0 for r in rows)

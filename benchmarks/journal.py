@@ -26,9 +26,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reference_kernel.journal import MemoryJournal  # noqa: E402
-from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo  # noqa: E402
-from reference_kernel.sqlite_journal import SqliteJournal  # noqa: E402
+from reference_kernel.journal import MemoryJournal
+from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo
+from reference_kernel.sqlite_journal import SqliteJournal
 
 
 async def one_session(journal: Any, turns: int, latencies: list[float]) -> None:

@@ -18,8 +18,20 @@ from typing import Any
 
 from reference_kernel.errors import UnknownSessionError, UnknownTurnError
 from reference_kernel.ids import IdGenerator
-from reference_kernel.journal import add_costs, message_json, session_record, tool_call_json, to_json
-from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, TurnStatus, UsageEvent
+from reference_kernel.journal import (
+    add_costs,
+    message_json,
+    session_record,
+    to_json,
+    tool_call_json,
+)
+from reference_kernel.records import (
+    NewSession,
+    ToolCallRecord,
+    TurnInfo,
+    TurnStatus,
+    UsageEvent,
+)
 
 #: Migrations, in order; ``schema_version`` holds how many ran.
 MIGRATIONS = (

@@ -18,19 +18,26 @@ import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from conformance.errors import Blocked, ConformanceFailure, show
 from reference_kernel.ids import is_uuid7
 from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo
 
-if TYPE_CHECKING:  # pragma: no cover
-    from conformance.journalkit.runner import Kit
+#: What a check is given: conformance.journalkit.runner.Kit (not imported: the runner imports this).
+Kit = Any
 
 
 @dataclass(frozen=True)
@@ -399,8 +406,8 @@ def child_message(i: int) -> dict[str, Any]:
 def durability(kit: Kit) -> list[str]:
     rng = random.Random(kit.seed)
     found = [_kill_once(kit, rng) for _ in range(kit.kills)]
-    return [f"{len(found)} writer processes killed after {', '.join(str(a) for a, _ in found)} acknowledged appends; "
-            f"reopened, each held them all ({', '.join(str(g) for _, g in found)} found)"]
+    return [(f"{len(found)} writer processes killed after {', '.join(str(a) for a, _ in found)} acknowledged appends; "
+             f"reopened, each held them all ({', '.join(str(g) for _, g in found)} found)")]
 
 
 # --------------------------------------------------------------------------- bad input

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 
 from reference_kernel.errors import UnknownSessionError
 from reference_kernel.journal import MemoryJournal, message_json
@@ -219,7 +220,7 @@ class LostWriteUnderConcurrency(MemoryJournal):
 
     async def append_message(self, turn: TurnInfo, message: dict[str, Any]) -> None:
         before = list(self._history.get(turn.session_id, []))
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         await super().append_message(turn, message)
         self._history[turn.session_id][:] = before + self._history[turn.session_id][-1:]
 

@@ -25,7 +25,10 @@ from conformance import __version__
 from conformance.errors import Blocked, ConformanceFailure, UsageError
 from conformance.journalkit.adapters import Factory, resolve
 from conformance.journalkit.checks import CHECKS, CheckDef
-from conformance.journalkit.requirements import JOURNAL_CATALOG_VERSION, journal_requirements
+from conformance.journalkit.requirements import (
+    JOURNAL_CATALOG_VERSION,
+    journal_requirements,
+)
 from conformance.report.model import KernelInfo, Report, SuiteInfo
 from conformance.report.verdicts import Check, exit_code, requirement_verdict
 

@@ -53,6 +53,6 @@ def render(rows: list[JournalRow]) -> str:
     variants = [r for r in rows if r.entry.kind == "variant"]
     lines = ["JOURNAL MUTANTS (akc journal: breaks -> killed?)", *(r.line() for r in mutants),
              "JOURNAL VARIANTS (every requirement -> passes?)", *(r.line() for r in variants),
-             f"journal kit: mutants killed {sum(r.ok for r in mutants)}/{len(mutants)}, "
-             f"variants passing {sum(r.ok for r in variants)}/{len(variants)}"]
+             (f"journal kit: mutants killed {sum(r.ok for r in mutants)}/{len(mutants)}, "
+              f"variants passing {sum(r.ok for r in variants)}/{len(variants)}")]
     return "\n".join(lines)

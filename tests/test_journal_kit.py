@@ -72,6 +72,17 @@ def test_mutant_journals_are_killed_by_their_requirement(name: str) -> None:
     assert row.ok, row.line()
 
 
+def test_a_journal_over_stdio_passes() -> None:
+    report = run_kit("stdio:python examples/journal-stdio/journal.py", **SMALL)
+    assert report.exit_code == 0, [(r.id, r.verdict, r.checks[0].message if r.checks else r.message) for r in report.requirements]
+    assert report.get("JKIT-009").verdict == "pass" and report.get("JKIT-011").verdict == "not-offered"
+
+
+def test_a_journal_that_cannot_start_is_one_line_and_exit_3() -> None:
+    ran = run_akc("journal", "--adapter", "stdio:false")
+    assert ran.returncode == 3 and "could not be opened" in ran.stderr and "Traceback" not in ran.stderr
+
+
 def test_cli_reports_and_expectations(tmp_path: Path) -> None:
     spec = "conformance.journalkit.mutants:newest_first_history"
     failed = run_akc("journal", "--adapter", spec, "--req", "JKIT-003", "--json", str(tmp_path / "r.json"),

@@ -3,7 +3,8 @@ kernel: the kit's requirements (conformance/catalog/journal.toml, profile ``jour
 scenarios and Hypothesis properties (docs/journal-kit.md).
 
 Exit codes as ``akc run``: 0 conformant, 1 a requirement failed, 2 usage error (bad adapter spec,
-requirement id or expectations file; no Postgres DSN for ``postgres``), 3 blocked or incomplete.
+requirement id or expectations file; no Postgres DSN for ``postgres``), 3 blocked or incomplete
+(or the journal could not be opened at all).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("journal")
     def journal(
-        adapter: Annotated[str, typer.Option("--adapter", "-a", help="memory | sqlite | postgres | pkg.module:factory (an async factory(store) -> journal)")] = "memory",
+        adapter: Annotated[str, typer.Option("--adapter", "-a", help="memory | sqlite | postgres | pkg.module:factory (an async factory(store) -> journal) | stdio:CMD (docs/protocol.md)")] = "memory",
         dsn: Annotated[str | None, typer.Option("--dsn", help="the Postgres server of the postgres journal (default: $AKC_JOURNAL_DSN)")] = None,
         req: Annotated[list[str] | None, typer.Option("--req", help="only this requirement (repeatable)")] = None,
         json_path: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
         from conformance.errors import UsageError
         from conformance.journalkit.adapters import DSN_ENV
         from conformance.journalkit.requirements import journal_rows
-        from conformance.journalkit.runner import run_kit
+        from conformance.journalkit.runner import JournalUnavailable, run_kit
         from conformance.report import expectations as exp
         from conformance.report.escape import terminal
         from conformance.report.terminal import print_report
@@ -54,6 +55,9 @@ def register(app: typer.Typer) -> None:
         except UsageError as exc:
             typer.echo(f"akc journal: {terminal(str(exc))}", err=True)
             raise typer.Exit(2) from None
+        except JournalUnavailable as exc:
+            typer.echo(f"akc journal: {terminal(str(exc))}", err=True)
+            raise typer.Exit(3) from None
         if previous is not None:
             report = exp.apply(report, previous)
         write_reports(report, json_path=str(json_path) if json_path else None, junit_path=str(junit_path) if junit_path else None,

@@ -56,12 +56,21 @@ BUILTINS: dict[str, Factory] = {"memory": memory, "sqlite": sqlite, "postgres": 
 
 
 def resolve(spec: str) -> tuple[str, Factory]:
-    """(the spec as a ``module:factory`` a child process can import, the factory); UsageError
+    """(the spec a child process can resolve again, the factory); UsageError
     naming what is wrong otherwise."""
     if spec in BUILTINS:
         return f"{__name__}:{spec}", BUILTINS[spec]
     if spec.startswith("stdio:"):
-        raise UsageError("stdio journals are not supported yet: give a built-in name or pkg.module:factory")
+        command = spec[len("stdio:"):].strip()
+        if not command:
+            raise UsageError("stdio journal adapter: give the command after 'stdio:'")
+
+        async def stdio(store: str) -> Any:
+            from conformance.journalkit.stdio import StdioJournal
+
+            return await StdioJournal.start(command, store)
+
+        return spec, stdio
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"bad journal adapter {spec!r}: expected memory, sqlite, postgres or pkg.module:factory")

@@ -367,8 +367,10 @@ def _kill_once(kit: Kit, rng: random.Random) -> tuple[int, int]:
     """One writer process killed after a random number of acknowledged writes; (acked, found)."""
     store = kit.new_store()
     kill_after = rng.randint(1, 30)
+    # a process group of its own: the kill takes a journal process it started (stdio:CMD) with it
     proc = subprocess.Popen([sys.executable, "-m", "conformance.journalkit.kill_child", kit.spec, store],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                            start_new_session=True)
     assert proc.stdout is not None
     sid, acked = None, []
     try:
@@ -379,11 +381,11 @@ def _kill_once(kit: Kit, rng: random.Random) -> tuple[int, int]:
             elif kind == "A":
                 acked.append(int(value))
                 if len(acked) >= kill_after:
-                    proc.send_signal(signal.SIGKILL)
+                    os.killpg(proc.pid, signal.SIGKILL)
                     break
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
         rest, err = proc.communicate(timeout=kit.timeout_s)
     acked += [int(line.split()[1]) for line in rest.splitlines() if line.startswith("A ")]
     if sid is None:

@@ -39,6 +39,10 @@ class JournalTimeout(Exception):
     """A journal call did not return within the kit's timeout."""
 
 
+class JournalUnavailable(Exception):
+    """The journal could not even be opened: no verdict can be given (exit 3)."""
+
+
 class SyncJournal:
     """The journal under test, its coroutine methods called from plain code through the portal."""
 
@@ -105,6 +109,10 @@ def capabilities_of(journal: Any) -> list[str]:
         caps.append("durable")
     if callable(getattr(journal, "interrupt", None)):
         caps.append("interrupt")
+    from conformance.journalkit.stdio import StdioJournal
+
+    if not isinstance(journal, StdioJournal):  # over stdio the kit's own encoder refuses them first
+        caps.append("objects")
     return caps
 
 
@@ -120,13 +128,15 @@ def run_check(kit: Kit, c: CheckDef) -> Check:
     except JournalTimeout as exc:
         result.worsen("fail", f"the journal hung: {exc}")
     except Exception as exc:  # noqa: BLE001 - the journal raised where the contract says it returns
-        cause = exc
+        cause: BaseException = exc
+        while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:  # a task group's
+            cause = cause.exceptions[0]
         while cause.__cause__ is not None and not isinstance(cause, ConformanceFailure):  # Hypothesis wraps
             cause = cause.__cause__
         if isinstance(cause, ConformanceFailure):
             result.worsen("fail", str(cause))
         else:
-            result.worsen("fail", f"the journal raised {type(exc).__name__}: {str(exc)[:500]}")
+            result.worsen("fail", f"the journal raised {type(cause).__name__}: {str(cause)[:500]}")
     finally:
         kit.close_all()
     return result
@@ -156,9 +166,14 @@ def run_kit(spec: str, *, reqs: list[str] | None = None, timeout_s: float = 30.0
         spec, factory = resolve(spec)
     chosen = [r for r in catalog if reqs is None or r.id in reqs]
     with _kit(spec, factory, timeout_s=timeout_s, examples_scale=examples_scale, kills=kills, seed=seed) as kit:
-        probe = kit.journal()
-        caps = capabilities_of(probe.inner)
-        kit.close_all()
+        try:
+            caps = capabilities_of(kit.journal().inner)
+        except UsageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - untrusted: its failure to start is said in one line
+            raise JournalUnavailable(f"the journal could not be opened: {type(exc).__name__}: {str(exc)[:300]}") from None
+        finally:
+            kit.close_all()
         ids = {r.id for r in chosen if all(c in caps for c in r.needs)}
         checks = [run_check(kit, c) for c in CHECKS if c.req in ids]
     results = [requirement_verdict(r, [c for c in checks if r.id in c.requirement_ids], caps) for r in chosen]

@@ -8,7 +8,6 @@ approver, clock) is wired to the doubles; nothing here adds behaviour the kernel
 from __future__ import annotations
 
 import os
-
 from collections.abc import Callable
 from typing import Any
 

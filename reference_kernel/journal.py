@@ -63,20 +63,24 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{kind.__name__} {value!r} is not JSON data")
 
 
+_LEAVES = frozenset({str, int, bool, float, type(None)})
+
+
 def _check_plain(value: Any) -> None:
-    """Raise TypeError for what JSON cannot hold (a set, bytes, an object): marshal would keep it."""
+    """Raise TypeError for what JSON cannot hold (a set, bytes, an object) that marshal would
+    keep. Leaves are skipped without a call: it runs on every message."""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or kind is float or value is None:
-        return
     if kind is dict:
         for key, item in value.items():
-            if type(key) is not str and not isinstance(key, _SCALARS):
+            if type(key) not in _LEAVES:
                 raise TypeError(f"key {key!r} is not a JSON key")
-            _check_plain(item)
+            if type(item) not in _LEAVES:
+                _check_plain(item)
     elif kind is list or kind is tuple:
         for item in value:
-            _check_plain(item)
-    elif not isinstance(value, _SCALARS):
+            if type(item) not in _LEAVES:
+                _check_plain(item)
+    elif kind not in _LEAVES and not isinstance(value, _SCALARS):
         raise TypeError(f"{kind.__name__} {value!r} is not JSON data")
 
 

@@ -332,3 +332,28 @@ Feature: Turn-level tool-call concurrency
     And calls "l1" and "s1" must meet
     When the kernel runs
     Then calls "l1" and "s1" ran at the same time
+
+  # Found by mutation testing (docs/selftest.md, "Mutation testing by machine"): a key built from
+  # an object's members in the order the model wrote them survived, as every key value here was a
+  # string. Equal key-field values, of every JSON type, share a key.
+  @CONC-002 @dim:key_value=string @dim:key_value=object_in_another_order @dim:key_value=array
+  Scenario Outline: Calls whose key-field values are equal JSON values run one after the other
+    Given the tools:
+      | name  | kind        | provider | concurrency |
+      | read  | data_source | fs       | safe:path   |
+      | probe | data_source | helper   | safe        |
+    And the model calls in one response:
+      | id | name  | args                          |
+      | r1 | read  | {"path": <first>, "line": 1}  |
+      | r2 | read  | {"path": <second>, "line": 2} |
+      | p1 | probe | {"n": 1}                      |
+      | p2 | probe | {"n": 2}                      |
+    And the model answers "done"
+    When the kernel runs
+    Then calls "r1" and "r2" never overlap
+
+    Examples:
+      | first                            | second                           |
+      | "a.txt"                          | "a.txt"                          |
+      | {"dir": "docs", "name": "a.txt"} | {"name": "a.txt", "dir": "docs"} |
+      | ["docs", "a.txt"]                | ["docs", "a.txt"]                |

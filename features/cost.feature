@@ -17,7 +17,7 @@ Feature: Cost accounting
   wherever a cost bound is, so the cost dimension is judged with another dimension configured. Where the bound should fire, the
   next scripted response is a plain answer, so a kernel that does not fire ends with "success".
 
-  @COST-001 @dim:usage_events_per_call=1
+  @COST-001 @dim:usage_events_per_call=1 @dim:session=root
   Scenario: Every usage event is costed from the model's pricing when it is received
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the scenario settings:
@@ -271,3 +271,23 @@ Feature: Cost accounting
     Then tool "c2" ran
     And 2 tool calls ran
     And the run ends with a subtype other than "success"
+
+  # Blind round 2: a delegated child's usage events are usage events too, persisted with their cost.
+  @COST-001 @dim:session=child
+  Scenario: The usage events of a delegated child session are costed and persisted too
+    Given the scenario settings:
+      """
+      {"bounds": {"max_turns": 50, "max_depth": 3},
+       "model": {"pricing": {"input_usd_per_mtok": 3.0, "output_usd_per_mtok": 15.0, "cached_input_usd_per_mtok": 0.3}},
+       "tools": [{"name": "delegate", "kind": "data_source", "concurrency": {"safe": true}, "subagent": {}}]}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "d1", "name": "delegate", "args": {"goal": "dig"}}],
+        "usage": {"input_tokens": 1200, "output_tokens": 350, "cached_input_tokens": 4000}},
+       {"text": "child found it", "usage": {"input_tokens": 77, "output_tokens": 9000, "cached_input_tokens": 1}},
+       {"text": "final answer", "usage": {"input_tokens": 800, "output_tokens": 90, "cached_input_tokens": 0}}]
+      """
+    When the kernel runs
+    Then every usage chunk the model streamed is persisted as one usage event with its token counts
+    And every persisted usage event's cost_usd is the pricing formula applied to its tokens

@@ -20,7 +20,7 @@ Feature: Doom-loop detection
   so a kernel that does not fire (or fires a turn late) ends with "success" instead. Checks that
   are not about the firing turn script more identical calls than the threshold needs.
 
-  @DOOM-001 @DOOM-004 @dim:threshold=3 @dim:threshold=5 @dim:identical_calls=threshold @dim:calls_per_response=1
+  @DOOM-001 @DOOM-004 @dim:threshold=3 @dim:threshold=5 @dim:identical_calls=threshold @dim:calls_per_response=1 @dim:call_results=success @dim:window=unset
   Scenario Outline: With threshold <t> the detector fires at the <t>-th identical call
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And the doom-loop threshold is <t>
@@ -250,3 +250,51 @@ Feature: Doom-loop detection
     When the kernel runs
     Then 6 tool calls ran
     And the run ends with a subtype other than "success"
+
+  # Whatever the identical calls returned (issue 21): failing calls count like the others.
+  @DOOM-004 @dim:threshold=3 @dim:identical_calls=threshold @dim:call_results=failed
+  Scenario: Identical calls that fail count towards the threshold
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the call "k1" fails with "not found"
+    And the call "k2" fails with "not found"
+    And the call "k3" fails with "not found"
+    And the model calls "lookup" with {"q": "same"} as "k1"
+    And the model calls "lookup" with {"q": "same"} as "k2"
+    And the model calls "lookup" with {"q": "same"} as "k3"
+    And the model answers "final answer"
+    When the kernel runs
+    Then 3 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  # window_size only bounds what is kept: with a window wider than the threshold the detector
+  # still fires at the threshold-th identical call.
+  @DOOM-004 @dim:threshold=3 @dim:identical_calls=threshold @dim:window=wider_than_threshold
+  Scenario: A window wider than the threshold still fires at the threshold-th identical call
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is 3
+    And the doom-loop window_size is 6
+    And the model calls "lookup" with {"q": "same"} 3 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then 3 tool calls ran
+    And the run ends with a subtype other than "success"
+
+  # Found by mutation testing (docs/selftest.md, "Mutation testing by machine"): a detector that
+  # refused a threshold of 1 survived, as the threshold was tried at 3 and 5 only. The configured
+  # threshold below the default range.
+  @DOOM-004 @dim:threshold=1 @dim:threshold=2
+  Scenario Outline: With threshold <t>, below the default range, the detector fires at the <t>-th identical call
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the doom-loop threshold is <t>
+    And the model calls "lookup" with {"q": "same"} <t> times
+    And the model answers "final answer"
+    When the kernel runs
+    Then <t> tool calls ran
+    And <t> identical calls ran in a row
+    And the run ends with a subtype other than "success"
+
+    Examples:
+      | t |
+      | 1 |
+      | 2 |

@@ -200,3 +200,19 @@ Feature: The policy precheck and the plan/apply gate (003, steps 8 to 12)
     And the model answers "done"
     When the kernel runs
     Then the plan of model call 1 holds exactly the calls "r1, r2"
+
+  # One veto naming several items vetoes every one of them (issue 21, several of a kind).
+  @GATE-006 @dim:vetoes=several_ids_in_one_veto
+  Scenario: A veto naming several plan items vetoes each of them
+    Given a tool "write" of kind "resource"
+    And hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1", "r3"], "reason": "too risky"}
+    And the model calls in one response:
+      | id | name  | args       |
+      | r1 | write | {"p": "1"} |
+      | r2 | write | {"p": "2"} |
+      | r3 | write | {"p": "3"} |
+    And the model answers "done"
+    When the kernel runs
+    Then tool "r1" did not run
+    And tool "r3" did not run
+    And tool "r2" ran

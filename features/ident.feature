@@ -8,7 +8,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
   The harness sees the TurnInfo the kernel hands each hook dispatch and each tool call, and the
   ids the kernel stores in its journal.
 
-  @IDENT-001 @dim:turn=first
+  @IDENT-001 @dim:turn=first @dim:depth=0
   Scenario: Every hook dispatch receives the running turn's TurnInfo
     Given the scenario's profile id is "household"
     And a tool "weather" returning "Charleston: 18C, light rain"
@@ -17,7 +17,7 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     When the user sends "Do I need an umbrella?"
     Then every hook dispatch of the run carries the TurnInfo of the turn
 
-  @IDENT-002 @dim:turn=first @dim:calls_per_response=2
+  @IDENT-002 @dim:turn=first @dim:calls_per_response=2 @dim:depth=0
   Scenario: Every tool call receives the running turn's TurnInfo
     Given the scenario's profile id is "household"
     And a tool "weather"
@@ -167,3 +167,29 @@ Feature: TurnInfo - who is running and where (001, "TurnInfo")
     And the user message "fourth" in session "s2"
     When the kernel runs
     Then the 4 turns of the run have distinct turn ids and 2 session ids
+
+  # Blind round 2: the hooks and tools of a delegated child turn get the child turn's TurnInfo,
+  # not the parent's ("Every hook, tool and journal call receives a TurnInfo. It says who is running").
+  @IDENT-001 @dim:depth=1
+  Scenario: The hook dispatches inside a delegated child turn carry the child's TurnInfo, not the parent's
+    Given a subagent tool "delegate"
+    And a tool "weather"
+    And the model calls "delegate" with {"goal": "Find the Charleston forecast"} as "d1"
+    And the model calls "weather" with {"city": "Charleston"} as "k1"
+    And the model answers "Rain, 18C."
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then tool "k1" ran
+    And every hook dispatch of the child turn of "d1" carries the child turn's own turn id, not the parent's
+
+  @IDENT-002 @dim:depth=1
+  Scenario: The tool calls inside a delegated child turn carry the child's TurnInfo, not the parent's
+    Given a subagent tool "delegate"
+    And a tool "weather"
+    And the model calls "delegate" with {"goal": "Find the Charleston forecast"} as "d1"
+    And the model calls "weather" with {"city": "Charleston"} as "k1"
+    And the model answers "Rain, 18C."
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then tool "k1" ran
+    And every tool call of the child turn of "d1" carries the child turn's own turn id, not the parent's

@@ -168,7 +168,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ steps 4 and 5
 
-  @LOOP-004
+  @LOOP-004 @dim:turn=first @dim:turn=later
   Scenario: post-model-response gets the whole streamed message once, after the stream ended
     Given a tool "lookup" of kind "data_source"
     And the model script:
@@ -260,7 +260,7 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # ------------------------------------------------------------------ step 7
 
-  @LOOP-007 @dim:calls_per_response=3+ @dim:blocks=distinct @dim:kinds=mixed
+  @LOOP-007 @dim:calls_per_response=3+ @dim:blocks=distinct @dim:kinds=mixed @dim:unknown_tool=no
   Scenario: pre-tool-call runs for every block in declaration order before any tool starts
     Given the tools:
       | name  | kind        | concurrency |
@@ -798,3 +798,51 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model answers "done"
     When the kernel runs
     Then "post-tool-call" of model call 1 was dispatched once per call, with the call and its result, after every call of it ended
+
+  # The limit-reached turn is a turn (issue 21): steps 1 and 5 run in it too.
+  @LOOP-001 @LOOP-004 @dim:turn=limit_reached
+  Scenario: The limit-reached turn also begins with context-assemble and dispatches post-model-response
+    Given a tool "lookup" of kind "data_source"
+    And max_turns is 1
+    And the model calls "lookup" with {"q": "1"} as "a"
+    And the model calls "lookup" with {"q": "2"} as "b"
+    And the model answers "final answer"
+    When the kernel runs
+    Then every model call starts with "context-assemble" carrying the history and the budget
+    And "post-model-response" was dispatched once in every model call
+
+  # ------------------------------------------------------------------ child sessions and unknown tools (blind round 2)
+
+  # A delegated child runs a session of its own: session-start before its first RunTurn and
+  # session-end after its loop exits, as for the root session.
+  @LOOP-015 @dim:depth=0 @dim:depth=1
+  Scenario: session-start opens every session, a delegated child's included
+    Given a delegation tool "delegate"
+    And the model calls "delegate" with {"goal": "sub task"} as "d1"
+    And the model answers "child answer"
+    And the model answers "parent answer"
+    When the kernel runs
+    Then "session-start" was dispatched once in every session, a child's included, before its first "context-assemble"
+
+  @LOOP-016 @dim:depth=0 @dim:depth=1
+  Scenario: session-end closes every session, a delegated child's included
+    Given a delegation tool "delegate"
+    And the model calls "delegate" with {"goal": "sub task"} as "d1"
+    And the model answers "child answer"
+    And the model answers "parent answer"
+    When the kernel runs
+    Then "session-end" was dispatched once in every session, a child's included, after every other hook of it
+
+  # Step 7 dispatches pre-tool-call "for each tool_use block": a block naming a tool the kernel
+  # does not know is a block too (it is looked up, and fails, only when it runs).
+  @LOOP-007 @dim:unknown_tool=yes @dim:calls_per_response=3+ @dim:kinds=one
+  Scenario: pre-tool-call runs for a block naming an unknown tool too
+    Given a tool "fetch" of kind "data_source"
+    And the model calls in one response:
+      | id | name    | args       |
+      | d1 | fetch   | {"q": "1"} |
+      | u1 | nosuch  | {"q": "2"} |
+      | d2 | fetch   | {"q": "3"} |
+    And the model answers "done"
+    When the kernel runs
+    Then "pre-tool-call" of model call 1 was dispatched for "d1, u1, d2" in this order, before any tool of it started

@@ -78,3 +78,32 @@ Feature: Messages (001, "Messages")
       | assistant   | calls: c3              |
       | tool_result | c3                     |
       | assistant   | Bring an umbrella.     |
+
+  # Found by mutation testing (docs/selftest.md, "Mutation testing by machine"): a completed
+  # sub-agent's result stored as an error survived. The error flag over what answered the call.
+  @MSG-004 @dim:outcome=ok @dim:outcome=fail @dim:outcome=block @dim:outcome=subagent_completed
+  Scenario Outline: A tool result's error flag says whether what answered the call failed
+    Given a subagent tool "delegate"
+    And the call "f1" fails with "forecast service down"
+    And hook "guard" at "pre_tool_call" returns {"kind": "block", "reason": "no weather today"} for call "b1"
+    And the model calls "<tool>" with <args> as "<call>"
+    And the model answers "Rain, 18C."
+    And the model answers "Bring an umbrella."
+    When the user sends "Do I need an umbrella?"
+    Then the result of "<call>" is stored with is_error "<is_error>"
+
+    Examples: a tool that answers
+      | tool    | args                   | call | is_error |
+      | weather | {"city": "Charleston"} | w1   | false    |
+
+    Examples: a tool that fails
+      | tool     | args                   | call | is_error |
+      | forecast | {"city": "Charleston"} | f1   | true     |
+
+    Examples: a call blocked by pre_tool_call
+      | tool    | args                   | call | is_error |
+      | weather | {"city": "Charleston"} | b1   | true     |
+
+    Examples: a sub-agent whose turn completes
+      | tool     | args                                     | call | is_error |
+      | delegate | {"goal": "Find the Charleston forecast"} | d1   | false    |

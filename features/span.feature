@@ -31,7 +31,7 @@ Feature: Instrumentation of the turn (003)
     When the kernel runs
     Then the trace has one "turn" span per model call
 
-  @SPAN-002 @dim:observed_by=count
+  @SPAN-002 @dim:observed_by=count @dim:model_call_ends=answered
   Scenario: Each model call has a model_call span
     Given the model answers "final answer"
     When the kernel runs
@@ -43,7 +43,7 @@ Feature: Instrumentation of the turn (003)
     When the kernel runs
     Then the trace has a "tool" span for every tool execution
 
-  @SPAN-004 @dim:observed_by=count @dim:plan=empty_and_items
+  @SPAN-004 @dim:observed_by=count @dim:plan=empty_and_items @dim:veto=none
   Scenario: The veto chain is traced in every turn with tool calls, an empty plan included
     Given the model answers "final answer"
     When the kernel runs
@@ -90,3 +90,17 @@ Feature: Instrumentation of the turn (003)
     And the model answers "final answer"
     When the kernel runs
     Then every plan-ready dispatch lies inside a "veto_chain" span
+
+  # A model call that fails and a veto chain that vetoes are still instrumented (issue 21).
+  @SPAN-002 @dim:observed_by=count @dim:model_call_ends=failed
+  Scenario: A model call that fails has its model_call span
+    Given the model fails with status 500
+    When the kernel runs
+    Then the trace has one "model_call" span per model call
+
+  @SPAN-004 @dim:observed_by=count @dim:veto=item_vetoed
+  Scenario: A veto chain that vetoes an item has its veto_chain span
+    Given hook "gate" at "plan-ready" returns {"kind": "veto", "call_ids": ["r1"], "reason": "too risky"}
+    And the model answers "final answer"
+    When the kernel runs
+    Then the trace has one "veto_chain" span per veto chain run

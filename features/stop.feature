@@ -250,6 +250,20 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     Then no model call and no tool call started after the cancel
     And the model was called 2 times
 
+  # Issue 21 (blind round 2): the child token at every depth - cancelled between a grandchild's steps.
+  @commonagent @STOP-006 @dim:depth=2
+  Scenario: CommonAgent - cancelling the parent between a grandchild's steps stops the grandchild
+    Given a delegation tool "delegate"
+    And the model calls "delegate" with {"goal": "plan the trip"} as "d1"
+    And the model calls "delegate" with {"goal": "check the weather"} as "d2"
+    And the model answers "grandchild answer"
+    And the model answers "child answer"
+    And the model answers "parent answer"
+    And the turn is cancelled at hook "pre_llm_call" occurrence 3
+    When the kernel runs
+    Then no model call and no tool call started after the cancel
+    And the model was called 2 times
+
   # A cancel that arrives while step 9's data-source calls or step 9b's interactive calls run
   # (issue 21): the resource calls of the same response, applied at step 12, must not start.
   @kernel @STOP-001 @dim:cancel_while=data_source_call @dim:cancel_while=interactive_call
@@ -276,3 +290,19 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
       | kind        | call |
       | data-source | d1   |
       | interactive | i1   |
+
+  # Blind round 2: the child token reaches every depth - a grandchild (depth 2) stops with the
+  # root too. The cancel arrives as the grandchild session starts, before its model call.
+  @kernel @STOP-006 @dim:depth=2
+  Scenario: Kernel - cancelling the root between a grandchild's steps stops the grandchild
+    Given a delegation tool "delegate"
+    And max_depth is 3
+    And the model calls "delegate" with {"goal": "sub task"} as "d1"
+    And the model calls "delegate" with {"goal": "sub sub task"} as "d2"
+    And the model answers "grandchild answer"
+    And the model answers "child answer"
+    And the model answers "parent answer"
+    And the turn is cancelled at hook "session-start" occurrence 3
+    When the kernel runs
+    Then no model call and no tool call started after the cancel
+    And the model was called 2 times

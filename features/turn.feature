@@ -153,7 +153,7 @@ Feature: The turn loop, step by step (000, CommonAgent)
     And for user message 1, "pre_llm_call" was dispatched before the first model call
     And for user message 2, "pre_llm_call" was dispatched before the first model call
 
-  @TURN-011
+  @TURN-011 @dim:model_call=first_of_turn
   Scenario: Context from pre_llm_call reaches the model in front of the user message
     Given the user message "first" in session "s1"
     And the user message "second" in session "s1"
@@ -367,3 +367,15 @@ Feature: The turn loop, step by step (000, CommonAgent)
     When the kernel runs
     Then "on_session_start" was dispatched 1 time for user message 1
     And "on_session_start" was dispatched 0 times for user message 2
+
+  # Blind round 2: pre_llm_call fires once per turn, and its context goes in front of the user
+  # message for the model - on every model call of the turn, not only the first.
+  @TURN-011 @dim:model_call=later_of_turn
+  Scenario: Context from pre_llm_call reaches every model call of the turn
+    Given a tool "lookup" returning "looked up {args}"
+    And hook "ctx" at "pre_llm_call" returns {"kind": "context", "text": "CTX-EVERY-CALL-9"}
+    And the model calls "lookup" with {"q": "1"} as "c1"
+    And the model answers "done"
+    When the kernel runs
+    Then in the request of model call 1, "CTX-EVERY-CALL-9" comes in front of the user message "hello"
+    And in the request of model call 2, "CTX-EVERY-CALL-9" comes in front of the user message "hello"

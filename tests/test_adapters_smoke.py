@@ -41,6 +41,9 @@ class Framework:
     smoke: dict[str, str]
     #: PASS verdicts confirmed in the source (the FAILs: fail_causes.toml, see ``all_confirmed``).
     confirmed: dict[str, Confirmed]
+    #: Cap on each scenario's timeout (s); None: the scenario's own (a kernel that starts a process
+    #: per session needs it).
+    timeout_cap_s: float | None = 3
 
     def all_confirmed(self) -> dict[str, Confirmed]:
         """The PASSes above and every FAIL fail_causes.toml cites for this framework."""
@@ -132,6 +135,34 @@ FRAMEWORKS = [
             "CONC-007": Confirmed("pass", "strands/tools/executors/sequential.py:50-64"),
         },
     ),
+    Framework(
+        "claude-agent-sdk",
+        "claude_agent_sdk",
+        "conformance.adapters.claude_agent_sdk:factory",
+        # The CLI is a compiled binary: these are confirmed on the wire (the requests it sent to
+        # the served model, docs/third-party-kernels.md) and in the SDK's Python source.
+        smoke={"DONE-001": "pass", "LOOP-013": "pass", "TOOL-003": "pass", "CONC-001": "pass"},
+        confirmed={
+            # (The smoke scenarios pass; these requirements' other scenarios do not.)
+            # An answer with no text is re-prompted: the next request appends a user-side
+            # "<system-reminder>[Your previous response had no visible output. Please continue ...]".
+            "DONE-001": Confirmed("fail", "wire: request 3 after an empty end_turn answer"),
+            # Tool results go back in completion order (request 2 carried a3, a1, a2).
+            "TOOL-003": Confirmed("fail", "wire: tool_result blocks of request 2"),
+            # Only a run of read-only calls (readOnlyHint, claude_agent_sdk/__init__.py:213) runs
+            # together; a non-read-only call in the batch runs its neighbours one at a time.
+            "CONC-001": Confirmed("fail", "wire + tool_start order; claude_agent_sdk/__init__.py:213"),
+            # max_turns ends the query with a ResultMessage subtype error_max_turns, no exception.
+            "BOUND-008": Confirmed("pass", "claude_agent_sdk/types.py:1766-1797 (subtype, terminal_reason)"),
+            # ...after a last request that still offers every tool: no tool-less final turn.
+            "BOUND-010": Confirmed("fail", "wire: tools of the last request"),
+            "LOOP-013": Confirmed("pass", "wire: tool_use answered by a tool_result in the next request"),
+            # can_use_tool's PermissionResultDeny goes to the CLI as behavior "deny" with its message:
+            # the tool does not run and the model gets an error result (wire: is_error tool_result).
+            "GATE-001": Confirmed("pass", "claude_agent_sdk/_internal/query.py:686-687; wire"),
+        },
+        timeout_cap_s=None,
+    ),
 ]
 
 
@@ -140,6 +171,12 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:  # a dotted name whose parent package is missing
         return False
+
+
+def _scale(framework: Framework) -> list[str]:
+    """The matrix's timeout factor for this kernel (``KernelEntry.timeout_scale``), if any."""
+    entry = next(k for k in KERNELS if k.name == framework.name)
+    return ["--akc-timeout-scale", str(entry.timeout_scale)] if entry.timeout_scale else []
 
 
 def _params() -> list:
@@ -168,7 +205,8 @@ def test_adapters_import_without_their_framework() -> None:
 
 @pytest.mark.parametrize("framework", _params())
 def test_smoke_set_runs_cleanly(framework: Framework) -> None:
-    report = conformance.certify(framework.spec, profile="kernel", smoke=True, timeout_cap_s=3)
+    report = conformance.certify(framework.spec, profile="kernel", smoke=True, timeout_cap_s=framework.timeout_cap_s,
+                                 pytest_args=_scale(framework))
     assert not report.errors
     verdicts = report.verdicts()
     assert not [r for r, v in verdicts.items() if v in ("error", "incomplete")], report.failing()
@@ -178,6 +216,26 @@ def test_smoke_set_runs_cleanly(framework: Framework) -> None:
 @pytest.mark.parametrize("framework", _params())
 def test_source_confirmed_verdicts(framework: Framework) -> None:
     confirmed = framework.all_confirmed()
-    report = conformance.certify(framework.spec, profile="kernel", reqs=list(confirmed), timeout_cap_s=3)
+    report = conformance.certify(framework.spec, profile="kernel", reqs=list(confirmed), timeout_cap_s=framework.timeout_cap_s,
+                                 pytest_args=_scale(framework))
     got = {r: v for r, v in report.verdicts().items() if r in confirmed}
     assert got == {r: c.verdict for r, c in confirmed.items()}
+
+def test_claude_code_requests_beyond_the_model_fail_the_run() -> None:
+    """The Claude Code CLI may call the served model's /v1/messages and count_tokens only: any
+    other request to it, or any request that reaches the trap proxy standing in for the rest of
+    the network, is listed and fails the run (claude_agent_sdk adapter, no framework needed)."""
+    from conformance.adapters.claude_agent_sdk import Trap, outside_requests
+    from conformance.harness.doubles import ObservationLog
+
+    class Doubles:
+        log = ObservationLog()
+
+    trap = Trap()
+    assert outside_requests(Doubles, trap) == []
+    Doubles.log.add("http_other", method="GET", path="/v1/models")
+    trap.seen.append("CONNECT statsig.anthropic.com:443 HTTP/1.1")
+    assert outside_requests(Doubles, trap) == [
+        "beyond loopback: CONNECT statsig.anthropic.com:443 HTTP/1.1",
+        "served model: GET /v1/models ()",
+    ]

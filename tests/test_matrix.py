@@ -169,3 +169,23 @@ def test_from_reports_rebuilds_the_same_document_from_the_committed_reports(tmp_
     again = m.run_matrix([KernelEntry(name=c.name, adapter=c.adapter) for c in cols], m.Committed(tmp_path))
     assert m.build(again, CATALOG)["requirements"] == m.build(cols, CATALOG)["requirements"]
     assert again[2].status == m.NOT_INSTALLED and "no committed report" in (again[2].note or "")
+
+
+def test_from_reports_judges_a_committed_report_again_under_this_versions_rules() -> None:
+    """``akc matrix --from-reports`` folds each report's checks again and applies the mechanism
+    rule of this version: a FAIL that came only from a mechanism another requirement owns is now
+    blocked by that requirement (the blind audit's finding, issue 22)."""
+    from conformance.boundary.adapter import Mechanism
+    from conformance.report.model import CheckResult, KernelInfo, Report, RequirementResult, SuiteInfo
+    from conformance.report.verdicts import rejudge
+
+    checks = [CheckResult(feature="doom", scenario="s", outcome="fail", message="no doom loop fired")]
+    report = Report(
+        suite=SuiteInfo(version="0"), kernel=KernelInfo(name="fw", version="1", mechanisms={"doom_loop": Mechanism(kind="absent")}),
+        requirements=[RequirementResult(id="DOOM-001", level="MUST", gating=True, verdict="fail", checks=checks),
+                      RequirementResult(id="DOOM-004", level="MUST", gating=True, verdict="fail", checks=checks)],
+        summary={"fail": 2}, exit_code=1,
+    )
+    again = rejudge(report)
+    assert [(r.id, r.verdict) for r in again.requirements] == [("DOOM-001", "fail"), ("DOOM-004", "blocked")]
+    assert again.requirements[1].blocked_by == ["DOOM-001"] and again.summary["blocked"] == 1 and again.exit_code == 1

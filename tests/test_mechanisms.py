@@ -35,13 +35,26 @@ def test_native_keeps_a_pass() -> None:
 
 
 def test_observe_only_or_emulated_or_missing_cannot_pass_a_must() -> None:
-    for mech in (
-        {"pre-model-call": Mechanism(kind="observe-only", via="RunHooks.on_llm_start")},
-        {"pre-model-call": Mechanism(kind="emulated")},
-        {"session-start": Mechanism(kind="native")},  # declared table without it: absent
-    ):
+    """LOOP-003 (pre-model-call replaces the request) needs the point native. Observe-only: the
+    point is dispatched (LOOP-002's subject holds), replacing is LOOP-003's own subject — it fails.
+    Emulated or absent: the point is not dispatched by the kernel at all, LOOP-002's subject — LOOP-003
+    is blocked by it (one fault, one verdict), never a pass."""
+    out = mechanism_verdict(_result(), {"pre-model-call": Mechanism(kind="observe-only", via="RunHooks.on_llm_start")})
+    assert out.verdict == "fail" and "cannot pass" in (out.message or "")
+    for mech in ({"pre-model-call": Mechanism(kind="emulated")}, {"session-start": Mechanism(kind="native")}):  # no row: absent
         out = mechanism_verdict(_result(), mech)
-        assert out.verdict == "fail" and "cannot pass" in (out.message or "")
+        assert out.verdict == "blocked" and out.blocked_by == ["LOOP-002"], out
+        assert (out.message or "").startswith("blocked by LOOP-002: pre-model-call is ")
+
+
+def test_a_lacking_mechanism_fails_its_owner_and_blocks_the_rest() -> None:
+    """No doom-loop detector: DOOM-001 (whose subject it is) fails; DOOM-004 (the window), whose
+    check failed for the same lack, is blocked by DOOM-001 — the lack counted once."""
+    mech = {"doom_loop": Mechanism(kind="absent")}
+    owner = mechanism_verdict(_result(rid="DOOM-001", verdict="fail", outcome="fail"), mech)
+    assert owner.verdict == "fail"
+    other = mechanism_verdict(_result(rid="DOOM-004", verdict="fail", outcome="fail"), mech)
+    assert other.verdict == "blocked" and other.blocked_by == ["DOOM-001"]
 
 
 def test_observe_suffices_where_the_check_only_watches() -> None:
@@ -66,14 +79,15 @@ def test_compute_applies_the_rule_and_info_carries_the_table() -> None:
     info = AdapterInfo(name="k", version="1", profiles=["kernel"], mechanisms={"pre-model-call": {"kind": "emulated", "via": "adapter"}})
     checks = [Check(requirement_ids=["LOOP-003"], feature="loop", scenario="s", outcome="pass")]  # a check that ran and passed (checks start not-run)
     v = compute(None, checks, capabilities=[], profiles=["kernel"], mechanisms=info.mechanisms)
-    assert v.requirements[0].verdict == "fail" and v.exit_code == 1
+    assert v.requirements[0].verdict == "blocked" and v.exit_code == 3  # blocked by LOOP-002, which owns the dispatch
     assert AdapterInfo.model_validate_json(info.model_dump_json()).mechanisms["pre-model-call"].kind == "emulated"
 
 
 def test_not_wired_earns_no_pass_and_says_the_gap_is_the_adapters() -> None:
     """not-wired: the framework has it, the adapter does not connect it (issue 14: sub-agents)."""
     mech = {"pre-model-call": Mechanism(kind="not-wired", via="Hooks.before_model_request")}
-    assert mechanism_verdict(_result(), mech).verdict == "fail"
+    assert mechanism_verdict(_result(), mech).verdict == "blocked"  # by LOOP-002; never a pass
+    assert mechanism_verdict(_result(rid="LOOP-002"), mech).verdict == "fail"
     unwired = {"subagents": Mechanism(kind="not-wired", via="delegate_task"), "turn_info": Mechanism(kind="native")}
     out = mechanism_verdict(
         RequirementResult(id="CHILD-001", level="DESCRIBED", verdict="not-offered", message="capability subagents not declared by the adapter"),

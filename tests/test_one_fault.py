@@ -127,10 +127,15 @@ def test_not_applicable_needs_absent_and_never_hides_a_failure() -> None:
     assert _verdicts(failing, "CONC-008", mechanisms=absent, level="MUST NOT").requirements[0].verdict == "fail"
     unwired = {"tool_kinds": Mechanism(kind="not-wired", via="X")}
     passing = [Check(["CONC-008"], "conc", "s", "pass")]
-    assert _verdicts(passing, "CONC-008", mechanisms=unwired, level="MUST NOT").requirements[0].verdict == "fail"
-    # a MUST about an absent mechanism still fails: only a MUST NOT cannot be broken without the concept
+    # not wired: the kernel has kinds, the adapter does not connect them: LOOP-008's lack, not n/a
+    assert _verdicts(passing, "CONC-008", mechanisms=unwired, level="MUST NOT").requirements[0].verdict == "blocked"
+    # a MUST about an absent mechanism is never n/a (only a MUST NOT cannot be broken without the
+    # concept): the requirement owning the mechanism fails, the others are blocked by it
     base = _verdicts([Check(["GATE-004"], "gate", "s", "pass")], "GATE-004").requirements[0]
-    assert mechanism_verdict(base, {"plan-ready": Mechanism(kind="absent")}).verdict == "fail"
+    gate = mechanism_verdict(base, {"plan-ready": Mechanism(kind="absent")})
+    assert (gate.verdict, gate.blocked_by) == ("blocked", ["LOOP-009"])
+    owner = _verdicts([Check(["LOOP-009"], "loop", "s", "pass")], "LOOP-009").requirements[0]
+    assert mechanism_verdict(owner, {"plan-ready": Mechanism(kind="absent")}).verdict == "fail"
 
 
 # --------------------------------------------------------------------------- report formats

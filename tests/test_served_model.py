@@ -167,6 +167,20 @@ def test_a_closed_connection_is_a_cancelled_call() -> None:
     run(main)
 
 
+def test_anthropic_system_messages_inside_the_list_are_system_messages() -> None:
+    """Claude Code sends its environment notes as a ``system``-role message in ``messages``."""
+    async def main() -> None:
+        async with served({"text": "ok"}) as (doubles, model, _):
+            await client(model).messages.create(
+                model="m", max_tokens=10, system="be brief",
+                messages=[{"role": "user", "content": "hi"}, {"role": "system", "content": [{"type": "text", "text": "# Environment"}]}],  # type: ignore[list-item]
+            )
+            assert list(doubles.log.of("model_request")[0]["request"]["messages"]) == [
+                {"role": "system", "text": "be brief"}, {"role": "user", "text": "hi"}, {"role": "system", "text": "# Environment"}]
+
+    run(main)
+
+
 def test_count_tokens_models_and_the_refusals() -> None:
     async def main() -> None:
         async with served({"text": "x"}) as (doubles, model, host):
@@ -180,6 +194,8 @@ def test_count_tokens_models_and_the_refusals() -> None:
                 await sdk.messages.create(model="m", max_tokens=10, messages="hi")  # type: ignore[arg-type]
             assert [e["status"] for e in doubles.log.of("http_rejected")] == [401, 400]
             assert doubles.model_calls == 0  # neither is a model call
+            await sdk.models.list()  # answered, and noted: not a model call nor a token count
+            assert [(e["method"], e["path"]) for e in doubles.log.of("http_other")] == [("GET", "/v1/models")]
             host.close(model)
             with pytest.raises(anthropic.APIStatusError) as late:
                 await sdk.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
@@ -345,5 +361,27 @@ def test_openai_dialects_through_a_raw_socket_client(dialect: str, route: str, b
             assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
             assert b'"pla"' in rest and b'"in"' in rest
             assert doubles.log.of("model_response")[0]["complete"] is True
+
+    run(main)
+
+
+def test_timeouts_and_broken_streams_and_the_host_goes_on() -> None:
+    """A timeout before any chunk is a 504, a broken stream after one cuts the connection; the
+    host serves the next call all the same."""
+    async def main() -> None:
+        async with served({"error": {"kind": "timeout", "message": "slow"}},
+                          {"text": "ab", "chunks": 2, "error": {"kind": "broken_stream", "message": "cut", "after_chunks": 1}},
+                          {"text": "still here"}) as (doubles, model, host):
+            sdk = oai(model, "openai-chat")
+            with pytest.raises(openai.APIStatusError) as timeout:
+                await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert timeout.value.status_code == 504
+            texts = []
+            with pytest.raises(openai.APIError):
+                async for chunk in await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True):
+                    texts += [c.delta.content for c in chunk.choices if c.delta.content]
+            assert texts == ["a"]
+            answer = await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert answer.choices[0].message.content == "still here" and host.errors == []
 
     run(main)

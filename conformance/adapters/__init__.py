@@ -46,6 +46,9 @@ class KernelEntry:
     #: Cap on every scenario's timeout for this kernel (``akc run --timeout-cap``); None: the
     #: matrix's own setting (by default each scenario's timeout).
     timeout_cap_s: float | None = None
+    #: Factor on every scenario's timeout (``akc run --timeout-scale``) for a kernel whose start
+    #: alone is slow (a CLI process per session); None: 1.
+    timeout_scale: float | None = None
 
     def python(self) -> str | None:
         """The interpreter to run this kernel's suite with, or None when it is not installed."""
@@ -112,6 +115,14 @@ KERNELS: list[KernelEntry] = [
         probe="google.adk",
         profile="kernel",
         description="google-adk 2.13 `Runner.run_async` over an `LlmAgent` with a `BaseLlm` subclass and callbacks",
+    ),
+    KernelEntry(
+        name="claude-agent-sdk",
+        adapter="conformance.adapters.claude_agent_sdk:factory",
+        probe="claude_agent_sdk",
+        profile="kernel",
+        description="Claude Code 2.1.332 (claude-agent-sdk 0.2.189 `ClaudeSDKClient`), its model over HTTP (Anthropic Messages)",
+        timeout_scale=4,  # a CLI process per session: about 2 s to start
     ),
     KernelEntry(
         name="hermes",

@@ -58,5 +58,22 @@ def blocker_for_missing_point(point: str, requirement_ids: Iterable[str]) -> str
     return owner
 
 
+def owner_of(mechanism: str, profiles: Iterable[str]) -> str | None:
+    """The requirement whose subject ``mechanism`` is, for a requirement of ``profiles``: a hook
+    point's dispatch requirement, else the first of its ``[owners]`` sharing a profile. None: no
+    owner (a requirement depending on it answers for it itself)."""
+    point = dispatch_subject(mechanism)
+    if point is not None:
+        return point
+    from conformance.catalog.requirements import load_catalog
+
+    wanted = set(profiles)
+    catalog = load_catalog()
+    for rid in _table().get("owners", {}).get(mechanism, []):
+        if not wanted or wanted & set(catalog.get(rid).profiles):
+            return rid
+    return None
+
+
 def depends_on(requirement_id: str) -> tuple[Dependency, ...]:
     return dependencies().get(requirement_id, ())

@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
         reports_dir: Annotated[Path | None, typer.Option("--reports", help="per-kernel JSON reports (default docs/conformance-reports/)")] = None,
         list_only: Annotated[bool, typer.Option("--list", help="list the registered kernels and where their environments are, then stop")] = False,
         from_reports: Annotated[bool, typer.Option("--from-reports", help="run nothing: rebuild the matrix from the committed per-kernel reports (after editing conformance/catalog/fail_causes.toml)")] = False,
+        keep_others: Annotated[bool, typer.Option("--keep-others", help="with --kernel: keep every other kernel's column from its committed report")] = False,
     ) -> None:
         """Run every registered kernel's suite in its own environment; write the conformance matrix."""
         from conformance.report import matrix as m
@@ -58,6 +59,10 @@ def register(app: typer.Typer) -> None:
         runner = m.Committed(reports_dir or m.DEFAULT_REPORTS) if from_reports else m.Runner(smoke=smoke, timeout_cap_s=timeout_cap)
         columns = m.run_matrix(chosen, runner, on_column=progress, jobs=jobs)
         written = m.write_reports(columns, reports_dir or m.DEFAULT_REPORTS)
+        if keep_others:  # the other kernels' columns as their committed reports say, in table order
+            ran = {c.name: c for c in columns}
+            kept = (ran.get(k.name) or m.committed_column(k, reports_dir or m.DEFAULT_REPORTS) for k in KERNELS)
+            columns = [c for c in kept if c is not None]
         written += m.write(m.build(columns), md_path or m.DEFAULT_MD, json_path or m.DEFAULT_JSON)
         typer.echo("akc matrix: wrote " + ", ".join(str(p) for p in written))
         if require_all and any(c.status != m.OK for c in columns):

@@ -28,7 +28,8 @@ event kinds and their fields:
   reported it (``Doubles.journal_write``)
 * ``http_rejected`` (status, path, message): the served model (``conformance.httpmodel.host``)
   refused a request it could not take as a model call (wrong key, unreadable body) /
-  ``http_stray`` (method, path): a request that came after its scenario had ended
+  ``http_stray`` (method, path): a request that came after its scenario had ended /
+  ``http_other`` (method, path): a request to the served model that was not a model call or token count
 
 Model responses that must be cancelled (``block_until_cancelled``, or the call a
 ``CancelAt(at="model_call")`` names) stream their *text* chunks (``chunks`` of them), then — for a

@@ -70,6 +70,8 @@ def _message(message: Any, i: int) -> list[JSON]:
         if calls:
             out["tool_calls"] = calls
         return [out]
+    if role == "system":  # Claude Code sends its environment notes as a system message in the list
+        return [{"role": "system", "text": "".join(b.get("text", "") for b in blocks if b.get("type") == "text")}]
     if role != "user":
         raise BadRequest(f"{where}.role: expected 'user' or 'assistant', got {role!r}")
     out_list: list[JSON] = []

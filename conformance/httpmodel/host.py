@@ -8,8 +8,9 @@ usage chunks are the same evidence as in process:
 
 * the kernel closing the connection while its call is open cancels the call (the double logs the
   response as not complete, as it does when an in-process kernel cancels the stream);
-* a scripted error before any chunk is the HTTP status with the dialect's error body; after some
-  chunks it is the dialect's mid-stream error event;
+* a scripted error before any chunk is the HTTP status with the dialect's error body (a
+  ``timeout`` 504, a ``broken_stream`` 502, as a gateway answers); after some chunks it is the
+  dialect's mid-stream error event, but a ``broken_stream`` cuts the connection;
 * a request for a scenario that has ended is a stray: logged on that scenario (``http_stray``),
   kept in ``host.strays`` for the report, and answered 410 — never the next scenario's script.
 
@@ -46,6 +47,8 @@ JSON = dict[str, Any]
 _MODULES: dict[str, Any] = {"anthropic": anthropic, "openai-chat": openai_chat, "openai-responses": openai_responses}
 #: The path (after ``/v1``) each dialect's model calls are made on.
 _ROUTES = {"/messages": "anthropic", "/chat/completions": "openai-chat", "/responses": "openai-responses"}
+#: The routes of model calls and token counts (anything else a kernel requests is logged ``http_other``).
+_MODEL_ROUTES = {*_ROUTES, "/messages/count_tokens"}
 #: Ended scenarios remembered for stray requests.
 _ENDED_KEEP = 32
 #: The largest request body read (a chat request with a long history is a few megabytes).
@@ -111,6 +114,14 @@ def _turn(raw: str | None) -> JSON | None:
     return turn if isinstance(turn, dict) else None
 
 
+def _http_status(exc: ModelCallError) -> int:
+    """The status of a scripted failure: an ``http`` error's own; a ``timeout`` or a
+    ``broken_stream`` before any chunk has none, and is answered as a gateway would (504 / 502)."""
+    if exc.status is not None:
+        return int(exc.status)
+    return 504 if getattr(exc, "kind", "") == "timeout" else 502
+
+
 class _Dropped(Exception):
     """The client closed the connection."""
 
@@ -132,6 +143,8 @@ class ModelHost:
         self._ended: OrderedDict[str, Any] = OrderedDict()
         #: (doubles, what) of each request that came for an ended scenario.
         self.strays: list[tuple[Any, str]] = []
+        #: What broke in a connection's handling (the connection is closed; the listener goes on).
+        self.errors: list[str] = []
 
     async def serve(self, *, task_status: TaskStatus[ModelHost] = anyio.TASK_STATUS_IGNORED) -> None:
         """Listen until cancelled; ``await tg.start(host.serve)`` returns once it is bound."""
@@ -183,6 +196,8 @@ class ModelHost:
                     conn.start_next_cycle()
             except (_Dropped, anyio.BrokenResourceError, anyio.ClosedResourceError, h11.ProtocolError):
                 return
+            except Exception as exc:  # noqa: BLE001 - one connection's trouble never ends the listener
+                self.errors.append(f"{type(exc).__name__}: {exc}")  # (whose task group is the harness loop's)
 
     async def _read(self, conn: h11.Connection, stream: SocketStream) -> tuple[h11.Request, bytes] | None:
         request: h11.Request | None = None
@@ -266,6 +281,8 @@ class ModelHost:
             doubles.log.add("http_rejected", status=401, path=rest, message="wrong or missing API key")
             await refuse(401, "wrong or missing API key: send the key the harness gave (x-api-key or Authorization: Bearer)")
             return
+        if route not in _MODEL_ROUTES:  # every request that is not a model call, for kernels held to those
+            doubles.log.add("http_other", method=method, path=rest)
         if route == "/models":
             if method != "GET":
                 await refuse(405, f"{method} is not allowed on {rest}")
@@ -319,7 +336,7 @@ class ModelHost:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch, tg.cancel_scope)
                 try:
-                    await self._answer(conn, stream, chunks, encoder, module, streaming)
+                    dropped = await self._answer(conn, stream, chunks, encoder, module, streaming) or dropped
                 finally:
                     tg.cancel_scope.cancel()
         finally:
@@ -328,7 +345,8 @@ class ModelHost:
         if dropped:
             raise _Dropped
 
-    async def _answer(self, conn: h11.Connection, stream: SocketStream, chunks: Any, encoder: Any, module: Any, streaming: bool) -> None:
+    async def _answer(self, conn: h11.Connection, stream: SocketStream, chunks: Any, encoder: Any, module: Any, streaming: bool) -> bool:
+        """Answer the call from the double's chunks; True when the connection must be cut."""
         started = False
         try:
             async for chunk in chunks:
@@ -345,19 +363,22 @@ class ModelHost:
                 if frames:
                     await stream.send(frames)
         except ModelCallError as exc:
-            if getattr(exc, "kind", "http") == "broken_stream" and started:
-                raise _Dropped from None  # the connection is cut, no terminal event
+            kind = getattr(exc, "kind", "http")
+            if kind == "broken_stream" and started:
+                return True  # the connection is cut, no terminal event
+            status = _http_status(exc)
             if not started:
-                await self._send_json(conn, stream, exc.status, module.error_body(exc.status, exc.message))
-                return
-            await stream.send(conn.send(h11.Data(data=encoder.error(exc.status, exc.message))) + conn.send(h11.EndOfMessage()))
-            return
+                await self._send_json(conn, stream, status, module.error_body(status, exc.message))
+                return False
+            await stream.send(conn.send(h11.Data(data=encoder.error(status, exc.message))) + conn.send(h11.EndOfMessage()))
+            return False
         if not streaming:
             await self._send_json(conn, stream, 200, encoder.body())
-            return
+            return False
         tail = encoder.end()
         if not started:
             head = h11.Response(status_code=200, headers=[("content-type", "text/event-stream"), ("cache-control", "no-cache")])
             await stream.send(conn.send(head) + conn.send(h11.Data(data=tail)) + conn.send(h11.EndOfMessage()))
-            return
+            return False
         await stream.send(conn.send(h11.Data(data=tail)) + conn.send(h11.EndOfMessage()))
+        return False

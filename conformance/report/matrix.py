@@ -135,6 +135,8 @@ class Runner:
             cap = entry.timeout_cap_s if entry.timeout_cap_s is not None else self.timeout_cap_s
             if cap is not None:
                 cmd += ["--timeout-cap", str(cap)]
+            if entry.timeout_scale:
+                cmd += ["--timeout-scale", str(entry.timeout_scale)]
             cmd += self.extra_args
             try:
                 proc = subprocess.run(
@@ -161,7 +163,8 @@ class Runner:
 class Committed:
     """A runner that runs nothing: each kernel's column from its committed report
     (``akc matrix --from-reports``), to rebuild the documents after a change to what they are
-    made of (``conformance/catalog/fail_causes.toml``, the Markdown layout) without minutes of runs."""
+    made of (``conformance/catalog/fail_causes.toml``, the verdict rules — each report is judged
+    again, :func:`~conformance.report.verdicts.rejudge` —, the Markdown layout) without minutes of runs."""
 
     folder: Path = DEFAULT_REPORTS
 
@@ -174,7 +177,9 @@ class Committed:
         data = json.loads(path.read_text(encoding="utf-8"))
         for req in data.get("requirements", []):
             req.pop("fail_cause", None)  # written from fail_causes.toml, so written again
-        column.report = Report.model_validate(data)
+        from conformance.report.verdicts import rejudge
+
+        column.report = rejudge(Report.model_validate(data))  # under this version's verdict rules
         return column
 
 
@@ -219,6 +224,13 @@ def scrubbed(report: Report, kernel: str = "") -> str:
             req["fail_cause"] = cause_of_fail(results[req["id"]], report, kernel).as_json()
     text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
     return _RUN_SPECIFIC.sub("<id>", text) + "\n"
+
+
+def committed_column(entry: KernelEntry, folder: str | Path = DEFAULT_REPORTS) -> Column | None:
+    """A kernel's column from its committed report, judged under this version's rules
+    (``akc matrix --kernel X --keep-others``); None when it has none."""
+    column = Committed(Path(folder))(entry)
+    return column if column.report is not None else None
 
 
 def write_reports(columns: Sequence[Column], folder: str | Path = DEFAULT_REPORTS) -> list[Path]:

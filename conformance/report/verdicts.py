@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.catalog.mechanisms import depends_on
-from conformance.report.model import UNPROVEN, VERDICTS, CheckResult, RequirementResult, UntestableEntry
+from conformance.catalog.mechanisms import depends_on, owner_of
+from conformance.report.model import Report, UNPROVEN, VERDICTS, CheckResult, RequirementResult, UntestableEntry
 
 GATING_LEVELS = ("MUST", "MUST NOT")
 #: A check starts as ``not-run`` and becomes ``pass`` only when its call ran to the end and passed.
@@ -139,11 +139,16 @@ def requirement_verdict(req: ReqInfo, checks: list[Check], capabilities: Iterabl
         return RequirementResult(
             **base, verdict="not-offered", message=f"capability {', '.join(missing)} not declared by the adapter"
         )
+    return fold(base, results, had_checks=bool(checks))
+
+
+def fold(base: dict[str, Any], results: list[CheckResult], *, had_checks: bool) -> RequirementResult:
+    """A requirement's verdict from its check results, worst first (:data:`FOLD_ORDER`)."""
     counted = [c for c in results if c.outcome != "not-offered"]
     outcomes = {c.outcome for c in counted}
     if not counted:
         why = "no check ran"
-        if checks:
+        if had_checks:
             why += " (its checks need capabilities the adapter does not declare)"
         return RequirementResult(**base, verdict="incomplete", message=why)
     for verdict in FOLD_ORDER:
@@ -213,14 +218,37 @@ def mechanism_verdict(
         # the framework has it, the adapter does not connect it: say so, not "not offered" alone
         why = f"not wired by the adapter (the kernel has it): {', '.join(unwired)}"
         return result.model_copy(update={"message": f"{why}; {result.message}" if result.message else why})
-    if not lacking or result.verdict not in ("pass", "fail"):
+    if not lacking or result.verdict not in ("pass", "fail", "blocked"):
         return result
     mandatory = result.level not in ("SHOULD", "MAY")
+    blockers = [_blocker(d.name, used[d.name][0], result) for d in deps if f"{d.name} is {used[d.name][0]}" in lacking]
+    saw_forbidden = result.level == "MUST NOT" and result.verdict == "fail"  # a check saw it: never hidden
+    if mandatory and not saw_forbidden and all(b is not None for b in blockers):
+        # the lacking mechanism is another requirement's subject: counted there, blocked here
+        by = sorted(set(blockers))  # type: ignore[arg-type]
+        why = f"blocked by {', '.join(by)}: {', '.join(lacking)} ({'their' if len(by) > 1 else 'its'} subject)"
+        return result.model_copy(update={"verdict": "blocked", "blocked_by": by, "message": why})
+    if result.verdict == "blocked":
+        return result
     verdict = "fail" if mandatory else "not-offered"
     why = f"{prefix}: cannot pass, {', '.join(lacking)}" + (" (the rule requires it)" if mandatory else "")
     if result.verdict == "fail" and mandatory:
         why = f"{why}; {result.message}" if result.message else why
     return result.model_copy(update={"verdict": verdict, "message": why})
+
+
+def _blocker(mechanism: str, kind: str, result: RequirementResult) -> str | None:
+    """The requirement that answers for ``mechanism`` being ``kind`` in ``result``'s place: its
+    owner (a hook point's dispatch requirement, else ``[owners]`` of mechanisms.toml), when the
+    owner lacks it too — a point that is observe-only satisfies an owner that only watches it, and
+    then the missing ability (to replace, to veto) is ``result``'s own subject. None: ``result``
+    answers for it itself."""
+    owner = owner_of(mechanism, result.profiles)
+    if owner is None or owner == result.id:
+        return None
+    watches = any(d.name == mechanism and d.observe for d in depends_on(owner))
+    owner_lacks = kind != "native" and not (watches and kind == "observe-only")
+    return owner if owner_lacks else None
 
 
 def _result(c: Check, req_id: str) -> CheckResult:
@@ -282,6 +310,29 @@ def compute(
     for r in results:
         summary[r.verdict] += 1
     return Verdicts(results, untestable, summary, exit_code(results, strict=strict))
+
+
+def rejudge(report: Report) -> Report:
+    """A report made earlier, under the rules of this version: each requirement the run judged
+    (not one not offered for a capability) folded again from its checks, then the mechanism rule
+    applied with the kernel's declared mechanisms; summary and exit code recomputed. Used by
+    ``akc matrix --from-reports`` so a change of the verdict rules reaches the committed matrix
+    without re-running every framework."""
+    mechanisms = report.kernel.mechanisms
+    out = []
+    for r in report.requirements:
+        if r.verdict in ("pass", "fail", "blocked", "not-applicable") and r.checks:
+            base = dict(id=r.id, level=r.level, profiles=r.profiles, statement=r.statement, gating=r.gating, checks=r.checks)
+            r = mechanism_verdict(fold(base, list(r.checks), had_checks=True), mechanisms).model_copy(
+                update={"expected": r.expected})
+        out.append(r)
+    summary = {v: 0 for v in VERDICTS}
+    for r in out:
+        summary[r.verdict] += 1
+    code = exit_code(out)
+    if report.errors and code == 0:
+        code = EXIT_INCOMPLETE
+    return report.model_copy(update={"requirements": out, "summary": summary, "exit_code": code})
 
 
 def exit_code(results: list[RequirementResult], *, strict: bool = False) -> int:

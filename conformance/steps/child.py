@@ -14,7 +14,7 @@ from typing import Any
 from pytest_bdd import given, parsers, then
 
 from conformance.boundary.adapter import SessionRecord
-from conformance.errors import ConformanceFailure, HarnessError, expect_equal
+from conformance.errors import Blocked, ConformanceFailure, HarnessError, expect_equal, show
 from conformance.steps.common import ScenarioContext
 from conformance.steps.ident import message_turn, normal_turn, stored_turn, turn_events
 
@@ -94,6 +94,11 @@ def _each_child_turn(akc: ScenarioContext, call_id: str) -> list[tuple[str, dict
         if turn is None:
             raise ConformanceFailure(f"the TurnInfo of {where} (child turn of {call_id})", "a TurnInfo", e.get("turn"))
         out.append((f"{where} (child turn of {call_id})", turn))
+    ids = {turn.get("turn_id") for _, turn in out}
+    if len(ids) > 1:
+        # One child turn seen under several turn ids: which TurnInfo its hooks and tools get is
+        # IDENT-001's and IDENT-002's subject; this turn's identity cannot be judged.
+        raise Blocked(by=["IDENT-001", "IDENT-002"], reason=f"the child turn of {call_id} shows {len(ids)} turn ids")
     return out
 
 
@@ -309,3 +314,20 @@ def child_then_journal_turn(akc: ScenarioContext, call_id: str) -> None:
     for key in ("profile_id", "session_id", "turn_id", "parent_turn_id", "tags", "depth"):
         expect_equal(f"{key} in the TurnInfo stored for the child turn of {call_id}", turn.get(key), record.get(key))
     akc.evidence.saw(f"the child turn of {call_id} started in the journal with the TurnInfo its hooks got")
+
+
+@then(parsers.re(r'every (?P<kind>hook dispatch|tool call) of the child turn of "(?P<call_id>[^"]+)" carries the child turn\'s own turn id, not the parent\'s$'))
+def ident_then_child_own_turn(akc: ScenarioContext, kind: str, call_id: str) -> None:
+    """Inside a delegated child turn (the dispatches and calls while the delegation call runs),
+    every hook dispatch (IDENT-001) or tool call (IDENT-002) carries one turn id, the child's:
+    not the parent turn's. (Here, not in ident.py: it needs this module's child window.)"""
+    parent_id = message_turn(akc, 1).get("turn_id")
+    event_kind = "hook" if kind == "hook dispatch" else "tool_start"
+    seen = akc.evidence.require(f"{kind}s of the child turn of {call_id}", [(w, e) for w, e in child_events(akc, call_id) if e["kind"] == event_kind])
+    ids = [(where, (normal_turn(e.get("turn")) or {}).get("turn_id")) for where, e in seen]
+    for where, tid in ids:
+        if tid == parent_id:
+            raise ConformanceFailure(f"turn_id in the TurnInfo of {where} (child turn of {call_id})", "the child turn's own id", f"the parent turn's id {tid}")
+    if len({tid for _, tid in ids}) != 1:
+        raise ConformanceFailure(f"turn ids of the {kind}s of the child turn of {call_id}", "one and the same", show([t for _, t in ids]))
+    akc.evidence.saw(f"{len(ids)} {kind}s of the child turn of {call_id}, each with the child's turn id")

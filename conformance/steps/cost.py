@@ -15,7 +15,7 @@ from pytest_bdd import parsers, then
 
 from conformance.boundary.adapter import UsageEvent
 from conformance.boundary.scenario import Pricing, Usage
-from conformance.errors import ConformanceFailure, Incomplete, expect_equal, show
+from conformance.errors import Blocked, ConformanceFailure, Incomplete, expect_equal, show
 from conformance.httpmodel.dialect import delivered_usage
 from conformance.steps.common import ScenarioContext
 
@@ -82,14 +82,13 @@ def sessions(akc: ScenarioContext) -> list[SessionView]:
 
 def end_subtype(view: SessionView, akc: ScenarioContext | None = None) -> Any:
     """The subtype of the session's session-end (the first, if a kernel dispatched more: how often
-    it fires is LOOP-017's business); a failure if it never ended, blocked (by LOOP-016) when the
-    kernel never dispatches session-end at all."""
+    it fires is LOOP-017's business); blocked by LOOP-016 when it never ended (that the kernel
+    dispatches session-end at all, for every session, is LOOP-016's subject)."""
     if not view.end_subtypes and akc is not None:
         akc.require_points_dispatched(["session-end"])
     if not view.end_subtypes:
-        raise ConformanceFailure(
-            f"session-end of the session at depth {view.depth} ({view.session_id})", "dispatched", "never"
-        )
+        # Whether every session, a child's included, dispatches session-end is LOOP-016's subject.
+        raise Blocked(by="LOOP-016", reason=f"the session at depth {view.depth} ({view.session_id}) never dispatched session-end")
     return view.end_subtypes[0]
 
 

@@ -828,3 +828,44 @@ def given_calls_per_turn(akc: ScenarioContext, datatable: list[list[str]]) -> No
         turns.setdefault(row["turn"], []).append(call)
     for calls in turns.values():
         akc.add_response(ModelResponse(tool_calls=calls))
+
+
+# ============================================================================ LOOP-015/016 per session, children included
+
+
+def _hooks_by_session(akc: ScenarioContext) -> dict[str, tuple[int, list[dict[str, Any]]]]:
+    """The recorded hook dispatches grouped by the TurnInfo's session_id: {session: (depth, events)}.
+    Evidence (mandatory): a delegated child session (depth 1 or more) dispatched hooks."""
+    akc.require_kernel_ran()
+    out: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+    for e in akc.hook_dispatches():
+        turn = e.get("turn")
+        if isinstance(turn, dict) and turn.get("session_id"):
+            depth = turn.get("depth") if isinstance(turn.get("depth"), int) else 0
+            out.setdefault(str(turn["session_id"]), (depth, []))[1].append(e)
+    akc.evidence.require("hook dispatches of a delegated child session", [s for s, (d, _) in out.items() if d >= 1])
+    return out
+
+
+@then(parsers.re(r'"session-start" was dispatched once in every session, a child\'s included, before its first "context-assemble"$'))
+def then_session_start_every_session(akc: ScenarioContext) -> None:
+    """Each session (one run each here) dispatches session-start once, before its first context-assemble."""
+    groups = _hooks_by_session(akc)
+    for sid, (depth, events) in groups.items():
+        points = [e["point"] for e in events]
+        expect_equal(f"session-start dispatches of the session at depth {depth} ({sid})", 1, points.count("session-start"))
+        if "context-assemble" in points and points.index("session-start") > points.index("context-assemble"):
+            raise ConformanceFailure(f"session-start of the session at depth {depth}", "before its first context-assemble", "after it")
+    akc.evidence.saw(f"session-start once in each of {len(groups)} sessions (depths {show(sorted(d for d, _ in groups.values()))})")
+
+
+@then(parsers.re(r'"session-end" was dispatched once in every session, a child\'s included, after every other hook of it$'))
+def then_session_end_every_session(akc: ScenarioContext) -> None:
+    """Each session (one run each here) dispatches session-end once, as its last hook dispatch."""
+    groups = _hooks_by_session(akc)
+    for sid, (depth, events) in groups.items():
+        points = [e["point"] for e in events]
+        expect_equal(f"session-end dispatches of the session at depth {depth} ({sid})", 1, points.count("session-end"))
+        if points[-1] != "session-end":
+            raise ConformanceFailure(f"the last hook dispatch of the session at depth {depth}", "session-end", points[-3:])
+    akc.evidence.saw(f"session-end closed each of {len(groups)} sessions (depths {show(sorted(d for d, _ in groups.values()))})")

@@ -203,3 +203,16 @@ def msg_then_conversation(akc: ScenarioContext, k: str, datatable: list[list[str
     )
     if blocks(expected) != blocks(observed):
         raise ConformanceFailure(f"the stored conversation of the session of message {k}", expected, observed)
+
+
+@then(parsers.re(r'the result of "(?P<call_id>[^"]+)" is stored with is_error "(?P<flag>true|false)"$'))
+def msg_then_result_flag(akc: ScenarioContext, call_id: str, flag: str) -> None:
+    """The stored result of a call has a text content and this error flag (whatever answered
+    the call: a tool, a failure, a block, a sub-agent)."""
+    found = [m for m in stored(akc, "tool_result") if m.get("call_id") == call_id]
+    if not found:
+        raise ConformanceFailure(f"the stored result of {call_id}", "a tool_result message", stored(akc, "tool_result"))
+    if not isinstance(found[0].get("content"), str):
+        raise ConformanceFailure(f"content of the stored result of {call_id}", "a text", found[0].get("content"))
+    expect_equal(f"is_error of the stored result of {call_id}", flag == "true", found[0].get("is_error"))
+    akc.evidence.saw(f"the result of {call_id} stored with is_error {flag}")

@@ -7,10 +7,14 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then
 
-from conformance.errors import ConformanceFailure, HarnessError, Incomplete, expect_equal, expect_order, show
+from conformance.errors import Blocked, ConformanceFailure, HarnessError, Incomplete, expect_equal, expect_order, show
 from conformance.boundary.scenario import SubagentDef, ToolDef
 from conformance.steps.common import ScenarioContext, list_items
 from conformance.steps.turn import message_text, project, stored_messages
+
+
+#: Hook points that open every session, and the requirement whose subject that is.
+_SESSION_OPENERS = {"session-start": "LOOP-015"}
 
 
 def cancel_point(akc: ScenarioContext) -> str:
@@ -50,6 +54,11 @@ def cancel_event(akc: ScenarioContext) -> dict[str, Any]:
         where = cancel_point(akc)
         if akc.result.rejected is not None:
             raise Incomplete(f"not exercised: the kernel rejected the scenario before its cancel point ({where})")
+        c = akc.scenario.cancel
+        if c is not None and c.at == "hook" and c.point in _SESSION_OPENERS:
+            # Cancelling as a (child) session starts: that every session dispatches its opening
+            # hook is another requirement's subject (one fault, one verdict).
+            raise Blocked(by=_SESSION_OPENERS[c.point], reason=f"{where} never came: {_missing_dispatch(akc)}")
         raise ConformanceFailure(
             f"the scenario's cancel point ({where})",
             "reached (the scenario scripts a run that gets there)",

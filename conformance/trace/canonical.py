@@ -128,7 +128,8 @@ class NoteEvent(_Event):
     """Something the harness noticed: a cancel it issued, a failed rendezvous, an unknown tool..."""
 
     kind: Literal[
-        "cancel", "cancel_missing", "script_exhausted", "rendezvous_timeout", "finish_order_timeout", "unknown_tool", "unknown_hook"
+        "cancel", "cancel_missing", "script_exhausted", "rendezvous_timeout", "finish_order_timeout", "unknown_tool", "unknown_hook",
+        "http_rejected", "http_stray", "http_other",  # the served model refused or noted a request
     ]
     call_id: str | None = None
     detail: JSON = Field(default_factory=dict)

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A small agent kernel in plain JavaScript (Node 20, no npm dependencies) implementing the
+// A small agent kernel in plain JavaScript (Node 20; no npm dependencies but the optional `openai`) implementing the
 // `kernel` profile (seed 003's RunTurn) and speaking the akc stdio wire protocol
 // (docs/protocol.md): JSON-RPC 2.0, one JSON object per line. The harness's model, tools, hooks
 // and policy are callbacks; everything else (the loop, concurrency keys, bounds, doom loop, cost,
@@ -24,14 +24,16 @@ const INFO = {
   language: 'javascript',
   homepage: null,
   profiles: ['kernel'],
-  capabilities: ['max_cost_usd', 'max_wall_clock_s', 'injectable_clock', 'live_clock'],
+  // live_clock: its clock follows the harness's `clock` notifications, which come with wire
+  // callbacks; a model call over HTTP brings none, so with --openai the kernel does not claim it.
+  capabilities: ['max_cost_usd', 'max_wall_clock_s', 'injectable_clock', ...(OVER_HTTP ? [] : ['live_clock'])],
   doom_loop_subtype: 'error_doom_loop',
   dialects: OVER_HTTP ? ['openai-chat'] : [],
   // How each hook point, capability and observation maps onto this kernel: all its own.
   mechanisms: Object.fromEntries([
     'session-start', 'context-assemble', 'pre-model-call', 'post-model-response', 'pre-tool-call',
     'plan-ready', 'post-tool-call', 'post-apply', 'session-end',
-    'max_cost_usd', 'max_wall_clock_s', 'injectable_clock', 'live_clock',
+    'max_cost_usd', 'max_wall_clock_s', 'injectable_clock', ...(OVER_HTTP ? [] : ['live_clock']),
     'policy_precheck', 'tool_kinds', 'concurrency_keys', 'terminal_tool', 'max_turns', 'final_turn',
     'doom_loop', 'usage', 'spans', 'journal', 'turn_info', 'tags', 'cancellation',
   ].map((name) => [name, { kind: 'native', via: `node-kernel ${name}` }])),

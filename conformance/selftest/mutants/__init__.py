@@ -7,7 +7,7 @@ Each module groups the mutants of one area; importing this package registers the
 
 import importlib
 
-MODULES = ("loop", "tools", "bounds", "stop", "agent", "records", "null", "blind", "blind2", "single_fault", "dims_ca")
+MODULES = ("loop", "tools", "bounds", "stop", "agent", "records", "null", "blind", "blind2", "single_fault", "dims_ca", "machine")
 
 for _name in MODULES:
     try:

@@ -34,7 +34,9 @@ class AChildHooksSeeParentTurn(CommonAgent):
         return await super()._dispatch(point, payload, turn, parent_span, on_outcome)
 
 
-@mutant(["IDENT-002", "TAG-006"], "a tool call in a turn with tags")
+# cache_turns=False: the reference adapter caches one TurnInfo dict per turn_id, which would hand the
+# tools the hooks' TurnInfo (tags included) and hide the slip (as for the IDENT/TAG mutants in records.py).
+@mutant(["IDENT-002", "TAG-006"], "a tool call in a turn with tags", cache_turns=False)
 class AToolsSeeNoTags(CommonAgent):
     """Seed 001: "Every hook, tool and journal call receives a TurnInfo"; "CommonAgent copies them [tags] onto
     every turn". The mutant hands tools a TurnInfo without tags. Realistic: a slim tool context."""

@@ -86,27 +86,6 @@ class AHistoryLastSix(CommonAgent):
         self.journal = _FilteredHistory(self.journal, lambda ms: ms[-6:])
 
 
-@mutant(["TURN-008"], "two turns (or model calls) at different clock times")
-class AVolatileFrozen(CommonAgent):
-    """Seed 000 step 3: "volatile (the current time)". The mutant computes the time once per session.
-    Realistic: the volatile tier cached with the context tier."""
-
-    def _volatile_tier(self):
-        if not hasattr(self, "_frozen_time"):
-            self._frozen_time = super()._volatile_tier()
-        return self._frozen_time
-
-
-@mutant(["TURN-007"], "two turns of one session at different clock times")
-class AContextTierPerTurn(CommonAgent):
-    """Seed 000 step 3: "context (frozen for the session)". The mutant rebuilds it on every model call.
-    Realistic: no cache."""
-
-    def _system_text(self, session_id):
-        self._frozen_context.pop(session_id, None)
-        return super()._system_text(session_id)
-
-
 @mutant(["TURN-005"], "a turn with two or more model calls")
 class ASystemLastAfterTools(CommonAgent):
     """Seed 000 step 3: "Build the system prompt in three tiers" - the prompt that leads every model request.
@@ -195,19 +174,6 @@ class ANoLoopStoppedDuringTools(CommonAgent):
         return await super()._dispatch(point, payload, turn, parent_span, on_outcome)
 
 
-@mutant(["STOP-007"], "two sessions running at once, one of them stopped")
-class AStopCancelsEverySession(CommonAgent):
-    """Seed 000: "Dispatcher::stop (Hermes's /stop) cancel the running turn of a session." The mutant cancels
-    every running turn. Realistic: one global stop flag."""
-
-    def stop(self, session_id):
-        if session_id not in self._running:
-            return False
-        for token in list(self._running.values()):
-            token.cancel()
-        return True
-
-
 @mutant(["STOP-006"], "stopping the parent while a grandchild agent (depth 2) runs")
 class AGrandchildTokenFresh(CommonAgent):
     """Seed 000: "Child agents get a child token, so stopping the parent stops its children too" - at every
@@ -217,3 +183,9 @@ class AGrandchildTokenFresh(CommonAgent):
         if t.turn.depth >= 1:
             t = Uncancelled(t)
         return await super()._delegate(c, t, span)
+
+
+# Dropped after the first run (docs/selftest.md): a_volatile_frozen (TURN-008), a_context_tier_per_turn (TURN-007) and
+# a_stop_cancels_every_session (STOP-007) break only requirements the catalog declares untestable (the prompt
+# tiers' format and CommonOS's stop surfaces are defined in documents we do not have): no black-box check can
+# kill them, and a battery entry that cannot be killed would only ever read as a survivor.

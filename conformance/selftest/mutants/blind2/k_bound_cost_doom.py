@@ -8,7 +8,6 @@ from reference_kernel.cost import CostLedger, compute_cost
 from reference_kernel.kernel import MAX_BUDGET, MAX_TURNS, MAX_WALL_CLOCK, Kernel
 
 from conformance.selftest.mutants.blind._reg import mutant
-from conformance.selftest.mutants.blind2._shared import EditedSpans
 
 
 @mutant(["BOUND-005"], "max_wall_clock_s with a session of several RunTurns")
@@ -146,22 +145,6 @@ class KChildBudgetFromParentMax(Kernel):
         self.ledger = _SpawnMaxLedger()
 
 
-@mutant(["COST-009"], "a delegated child session (its spawn request / session span inspected)")
-class KSpawnWithoutCostBudget(Kernel):
-    """Seed 003: "RunSessionRequest carries a remaining_cost_budget_usd field alongside remaining_depth,
-    computed identically at spawn time." The mutant's spawn carries remaining_depth only. Realistic."""
-
-    def __init__(self, *a, **k):
-        super().__init__(*a, **k)
-
-        def edit(name, kind, at):
-            if kind == "session":
-                at.pop("remaining_cost_budget_usd", None)
-            return at
-
-        self.spans = EditedSpans(self.spans, edit)
-
-
 @mutant(["DOOM-003", "DOOM-004", "DOOM-001"], "the same call repeated over consecutive turns, one call per turn")
 class KDoomPerTurn(Kernel):
     """Seed 003: "At step 16 of every turn, the kernel MUST compare the most recent threshold resource/
@@ -219,3 +202,8 @@ class KGrandchildTokenFresh(Kernel):
         if run.turn.depth >= 1:
             run = Uncancelled(run)
         return await super()._delegate(c, run, span)
+
+
+# Dropped after the first run (docs/selftest.md): k_spawn_without_cost_budget breaks only COST-009, untestable
+# (RunSessionRequest is defined in subagents.md, which we do not have, and never crosses the adapter boundary;
+# the budget's effect is COST-006's, which its sibling k_child_budget_from_parent_max is killed by).

@@ -1,0 +1,535 @@
+"""Claude Code's agent loop (``claude-agent-sdk``, its bundled CLI) as a ``kernel``-profile kernel.
+Extra: ``claude-agent-sdk`` (pinned in ``scripts/requirements/claude-agent-sdk.txt``; mapping read
+against claude-agent-sdk 0.2.189, the Python source in ``claude_agent_sdk/``).
+
+The kernel is a compiled CLI (``claude_agent_sdk/_bundled/claude``) the SDK runs as a subprocess
+and talks to over stdio. It calls its model over HTTP: the harness serves the scenario's model
+double in the Anthropic Messages dialect (``doubles.http_model.base_url("anthropic")``,
+``docs/http-kernels.md``) and the CLI gets it as ``ANTHROPIC_BASE_URL``, with a scratch ``HOME``
+and working folder, telemetry and non-essential traffic off, and every other outbound request
+sent to a trap proxy (``HTTPS_PROXY``): a request that reaches the trap, or any request to the
+served model but ``/v1/messages`` / ``count_tokens``, fails the run (:class:`LeftLoopback`).
+
+One scenario session is one ``ClaudeSDKClient`` (one CLI process, one Claude Code session); each
+user message is one ``client.query(text)`` read up to its ``ResultMessage``. What maps to what:
+
+* Scenario tools → one in-process MCP server (``create_sdk_mcp_server``); Claude Code's own tools
+  are off (``tools=[]``). A tool declared concurrency-safe is ``readOnlyHint`` (Claude Code runs
+  read-only calls of one response together, the others one at a time). Claude Code names them ``mcp__akc__<name>``: the adapter maps that prefix
+  away between the CLI's requests and the model double, and back on the double's tool calls (a
+  naming map only, like every adapter's message conversion).
+* ``session-start`` → the ``UserPromptSubmit`` hook (once per query, before the model);
+  ``session-end`` → ``Stop`` (when the agent finishes responding; its input has no status, so the
+  payload has no subtype). ``SessionStart`` / ``SessionEnd`` exist only as settings-file command
+  hooks, with no SDK callback in this version (``types.py:324-335``).
+* ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
+  for a replaced call); ``post-tool-call`` → ``PostToolUse`` (``updatedMCPToolOutput`` for a
+  replaced result).
+* The policy precheck → ``can_use_tool`` (Claude Code asks it before every MCP tool not in
+  ``allowed_tools``): a deny is ``PermissionResultDeny(message)``, the model gets an error result.
+* A terminal tool → ``PostToolUse`` answering ``continue: false`` (Claude Code stops after it).
+* ``max_turns`` / ``max_cost_usd`` → ``max_turns`` / ``max_budget_usd``; the subtype is the
+  ``ResultMessage``'s (``success``, ``error_max_turns``, ``error_max_budget_usd``,
+  ``error_during_execution``).
+* Cancellation → ``ClaudeSDKClient.interrupt()``.
+* Spans → the CLI's own OpenTelemetry traces (beta: ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``),
+  exported as OTLP/JSON to a loopback receiver of the adapter: ``claude_code.interaction`` (one per
+  prompt: the session run), ``claude_code.llm_request`` (model call), ``claude_code.tool``,
+  ``claude_code.hook``. There is no span per turn.
+* The journal → the conversation the CLI streamed (user / assistant / tool results).
+
+Absent in Claude Code: hooks around the model call (``context-assemble``, ``pre-model-call``,
+``post-model-response``; ``UserPromptSubmit`` only adds context), ``plan-ready``/``post-apply``,
+tool kinds and concurrency keys, a doom-loop detector, a wall-clock bound. Sub-agents (``agents=`` / the Task tool) are not wired.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from importlib import metadata
+from typing import Any
+
+import anyio
+from anyio.abc import SocketAttribute, SocketStream
+
+from conformance.adapters._common import AdapterBug, Hooks, Run, Session, mapping, mapping_code, parse_args, run_messages
+from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
+from conformance.boundary.scenario import Scenario, ToolDef
+
+SERVER = "akc"
+PREFIX = f"mcp__{SERVER}__"
+#: How long to wait after the last prompt for the CLI's batched span export.
+SPAN_WAIT_S = 3.0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("claude-agent-sdk")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
+    return Mechanism(kind=kind, via=via, note=note)  # type: ignore[arg-type]
+
+
+MECHANISMS: dict[str, Mechanism] = {
+    "session-start": _m("native", "UserPromptSubmit hook (once per query, before its first model call)", "observed only: its output can add context for the model, not change the prompt; SessionStart exists only as a settings-file command hook (types.py:324-335)"),
+    "context-assemble": _m("absent", note="no hook sees or changes the history before a model call"),
+    "pre-model-call": _m("absent", note="UserPromptSubmit adds context once per prompt; nothing sees each model request"),
+    "post-model-response": _m("absent"),
+    "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
+    "post-tool-call": _m("native", "PostToolUse hook (updatedMCPToolOutput)"),
+    "session-end": _m("native", "Stop hook (when the agent finishes responding)", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),
+    "plan-ready": _m("absent"),
+    "post-apply": _m("absent"),
+    "policy_precheck": _m("native", "can_use_tool → PermissionResultDeny(message)"),
+    "tool_kinds": _m("absent"),
+    "concurrency_keys": _m("absent"),
+    "terminal_tool": _m("native", "PostToolUse hook answering continue: false"),
+    "max_turns": _m("native", "ClaudeAgentOptions.max_turns → subtype error_max_turns"),
+    "max_cost_usd": _m("native", "ClaudeAgentOptions.max_budget_usd → subtype error_max_budget_usd", "cost from the CLI's own price table"),
+    "final_turn": _m("absent"),
+    "doom_loop": _m("absent"),
+    "usage": _m("not-wired", "ResultMessage.usage / total_cost_usd", "one total per query, not usage events per model call"),
+    "spans": _m("native", "the CLI's OpenTelemetry traces (beta), OTLP/JSON to the adapter's receiver", "claude_code.interaction per prompt, llm_request, tool, hook; no turn span"),
+    "journal": _m("native", "the session's messages as the CLI streams them"),
+    "cancellation": _m("native", "ClaudeSDKClient.interrupt()"),
+    "subagents": _m("not-wired", "ClaudeAgentOptions.agents / the Task tool", "the adapter maps no child agents onto them"),
+}
+
+
+class LeftLoopback(AdapterBug):
+    """The CLI sent a request somewhere other than the served model's ``/v1/messages``."""
+
+
+# --------------------------------------------------------------------------- names
+
+
+@mapping_code
+def unprefixed_request(request: dict[str, Any]) -> dict[str, Any]:
+    """The CLI's request (suite shape) with Claude Code's MCP tool names mapped to the scenario's."""
+    out = copy.deepcopy(request)
+    for spec in out.get("tools") or []:
+        spec["name"] = str(spec.get("name", "")).removeprefix(PREFIX)
+    for message in out.get("messages") or []:
+        for call in message.get("tool_calls") or []:
+            call["name"] = str(call.get("name", "")).removeprefix(PREFIX)
+    return out
+
+
+def prefixed_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
+    if chunk.get("type") == "tool_use" and isinstance(chunk.get("name"), str):
+        return {**chunk, "name": PREFIX + chunk["name"]}
+    return chunk
+
+
+def name_bridge(doubles: Any, current: dict[str, Any]) -> None:
+    """Route the served model's calls through the name map (the host looks ``model_stream`` up
+    on the doubles at each call); the call's TurnInfo is the running message's."""
+    inner = doubles.model_stream
+
+    async def model_stream(request: dict[str, Any], turn: Any = None, **kwargs: Any) -> Any:
+        async for chunk in inner(unprefixed_request(request), turn or current.get("turn"), **kwargs):
+            yield prefixed_chunk(chunk)
+
+    doubles.model_stream = model_stream
+
+
+class Trap:
+    """A loopback listener standing in for every host beyond loopback (the CLI's ``HTTPS_PROXY``):
+    it records the first line of each connection and closes it."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.port = 0
+
+    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self.port = int(listener.extra(SocketAttribute.local_port))
+        task_status.started()
+        await listener.serve(self._connection)
+
+    async def _connection(self, stream: SocketStream) -> None:
+        async with stream:
+            try:
+                with anyio.fail_after(5):
+                    data = await stream.receive()
+            except Exception:
+                data = b"(no request line)"
+            self.seen.append(data.split(b"\r\n", 1)[0].decode("latin-1")[:200])
+
+
+class OtlpTraces:
+    """A loopback OTLP/HTTP (JSON) receiver for the spans the CLI exports
+    (``CLAUDE_CODE_ENABLE_TELEMETRY=1``, ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1``,
+    ``OTEL_TRACES_EXPORTER=otlp``): ``claude_code.interaction`` (one per prompt),
+    ``claude_code.llm_request``, ``claude_code.tool``, ``claude_code.hook``, …"""
+
+    KINDS = {"claude_code.interaction": "session", "claude_code.llm_request": "model_call", "claude_code.tool": "tool",
+             "claude_code.hook": "hook"}
+
+    def __init__(self) -> None:
+        self.spans: list[dict[str, Any]] = []
+        self.port = 0
+        self.arrived = anyio.Event()
+
+    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self.port = int(listener.extra(SocketAttribute.local_port))
+        task_status.started()
+        await listener.serve(self._connection)
+
+    async def _connection(self, stream: SocketStream) -> None:
+        import h11
+
+        conn = h11.Connection(h11.SERVER)
+        async with stream:
+            while True:
+                body = b""
+                request = None
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        try:
+                            conn.receive_data(await stream.receive())
+                        except (anyio.EndOfStream, anyio.BrokenResourceError):
+                            return
+                        continue
+                    if isinstance(event, h11.Request):
+                        request = event
+                    elif isinstance(event, h11.Data):
+                        body += event.data
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                        return
+                if request is not None and request.target.startswith(b"/v1/traces"):
+                    self._take(body)
+                await stream.send(conn.send(h11.Response(status_code=200, headers=[("content-type", "application/json"), ("content-length", "2")])))
+                await stream.send(conn.send(h11.Data(data=b"{}")) + conn.send(h11.EndOfMessage()))
+                if conn.our_state is h11.MUST_CLOSE:
+                    return
+                conn.start_next_cycle()
+
+    def _take(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return
+        for resource in data.get("resourceSpans") or []:
+            for scope in resource.get("scopeSpans") or []:
+                self.spans.extend(scope.get("spans") or [])
+        self.arrived.set()
+        self.arrived = anyio.Event()
+
+    def take(self) -> list[Any]:
+        from conformance.boundary.adapter import Span
+
+        out, self.spans = self.spans, []
+        return [
+            Span(span_id=s.get("spanId", ""), parent_id=s.get("parentSpanId") or None, name=s.get("name", ""),
+                 kind=self.KINDS.get(s.get("name", ""), "other"),
+                 start=int(s["startTimeUnixNano"]) / 1e9 if s.get("startTimeUnixNano") else None,
+                 end=int(s["endTimeUnixNano"]) / 1e9 if s.get("endTimeUnixNano") else None)
+            for s in out
+        ]
+
+    def roots(self) -> int:
+        return sum(1 for s in self.spans if s.get("name") == "claude_code.interaction")
+
+
+def outside_requests(doubles: Any, trap: Trap) -> list[str]:
+    """Every request the CLI made that was not a model call or token count (the served model logs
+    each refused request, ``http_rejected``; the trap each request beyond loopback)."""
+    out = [f"beyond loopback: {line}" for line in trap.seen]
+    for entry in doubles.log.of("http_rejected", "http_other"):
+        out.append(f"served model: {entry.get('method', '')} {entry.get('path')} ({entry.get('message', '')})")
+    return out
+
+
+class CallIds:
+    """The ``tool_use`` id of each MCP tool call: Claude Code hands an in-process MCP tool its
+    arguments only, so ``PreToolUse`` (which fires before every call, with the id) records
+    (id, arguments) and the tool takes the oldest record of its name with equal arguments."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, list[tuple[str, Any]]] = {}
+
+    def expect(self, name: str, call_id: str, args: Any) -> None:
+        self.pending.setdefault(name, []).append((call_id, args))
+
+    def drop(self, call_id: str) -> None:
+        for entries in self.pending.values():
+            entries[:] = [e for e in entries if e[0] != call_id]
+
+    def take(self, name: str, args: Any) -> str | None:
+        entries = self.pending.get(name) or []
+        for i, (call_id, expected) in enumerate(entries):
+            if expected == args:
+                return entries.pop(i)[0]
+        return entries.pop(0)[0] if entries else None
+
+
+async def close(client: Any) -> None:
+    """End a session's CLI at once: the scenario is over, nothing of it is read after this (a
+    graceful ``disconnect`` waits up to ~20 s for the CLI, past the harness's grace period)."""
+    process = getattr(getattr(client, "_transport", None), "_process", None)
+    if process is not None and process.returncode is None:
+        process.kill()
+    with anyio.move_on_after(5):
+        await client.disconnect()
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@mapping_code
+def journal_entries(message: Any) -> list[dict[str, Any]]:
+    """One streamed SDK message → the boundary's message JSON (tool names unprefixed)."""
+    from claude_agent_sdk import AssistantMessage, UserMessage
+    from claude_agent_sdk.types import TextBlock, ToolResultBlock, ToolUseBlock
+
+    if isinstance(message, AssistantMessage):
+        text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+        calls = [{"id": b.id, "name": b.name.removeprefix(PREFIX), "args": b.input} for b in message.content if isinstance(b, ToolUseBlock)]
+        entry: dict[str, Any] = {"role": "assistant"}
+        if text:
+            entry["text"] = text
+        if calls:
+            entry["tool_calls"] = calls
+        return [entry]
+    if isinstance(message, UserMessage):
+        if isinstance(message.content, str):
+            return [{"role": "user", "text": message.content}]
+        out = []
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                content = block.content if isinstance(block.content, str) else "".join(
+                    c.get("text", "") for c in block.content or [] if isinstance(c, dict))
+                out.append({"role": "tool_result", "call_id": block.tool_use_id, "content": content, "is_error": bool(block.is_error)})
+            elif isinstance(block, TextBlock):
+                out.append({"role": "user", "text": block.text})
+        return out
+    return []
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class ClaudeAgentSDKAdapter:
+    info = AdapterInfo(
+        name="claude-agent-sdk",
+        version=_version(),
+        homepage="https://docs.claude.com/en/api/agent-sdk/python",
+        profiles=["kernel"],
+        capabilities=["max_cost_usd"],
+        mechanisms=MECHANISMS,
+        dialects=["anthropic"],
+    )
+
+    async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        served = getattr(doubles, "http_model", None)
+        if served is None:
+            raise AdapterBug("the harness served no HTTP model (doubles.http_model): Claude Code can only call a model over HTTP")
+        current: dict[str, Any] = {}
+        name_bridge(doubles, current)
+        clients: dict[str, Any] = {}
+        trap = Trap()
+        traces = OtlpTraces()
+        with tempfile.TemporaryDirectory(prefix="akc-claude-") as scratch:
+            async with anyio.create_task_group() as tg:
+                await tg.start(trap.serve)
+                await tg.start(traces.serve)
+                try:
+                    result = await self._run(scenario, doubles, served, scratch, trap, traces, clients, current)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        for client in clients.values():
+                            await close(client)
+                    tg.cancel_scope.cancel()
+        outside = outside_requests(doubles, trap)
+        if outside:
+            raise LeftLoopback("the Claude Code CLI made requests beyond the served model's /v1/messages: " + "; ".join(outside))
+        return result
+
+    async def _run(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, traces: OtlpTraces,
+                   clients: dict[str, Any], current: dict[str, Any]) -> RunResult:
+        from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+
+        async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
+            turn = run.turn(session, index)
+            current["turn"] = turn
+            client = clients.get(session.id)
+            if client is None:
+                client = ClaudeSDKClient(self._options(scenario, doubles, served, scratch, trap, traces, current))
+                await client.connect()
+                clients[session.id] = client
+            interrupted = answered = False
+
+            def cancel() -> None:
+                nonlocal interrupted
+                interrupted = True
+                if not answered:  # a cancel after the result has nothing left to interrupt
+                    tg_cancel.start_soon(client.interrupt)
+
+            result = None
+            async with anyio.create_task_group() as tg_cancel:
+                doubles.register_canceller(index, cancel)
+                session.messages.append({"role": "user", "text": text})
+                await client.query(text)
+                async for message in client.receive_response():
+                    if isinstance(message, ResultMessage):
+                        result = message
+                    else:
+                        session.messages.extend(journal_entries(message))
+                answered = True
+            if result is None:
+                raise RuntimeError("the CLI's response ended with no ResultMessage")
+            subtype = result.subtype
+            if interrupted or (result.terminal_reason or "").startswith("aborted"):
+                return Outcome(message=index, session_id=session.id, status="cancelled", subtype="cancelled", reply=result.result)
+            status = "completed" if subtype == "success" and not result.is_error else "error"
+            if subtype.startswith("error_max"):
+                status = "completed"
+            return Outcome(message=index, session_id=session.id, status=status, subtype=subtype, reply=result.result,
+                           error="; ".join(result.errors or []) or None)
+
+        result = await run_messages(scenario, doubles, run_one)
+        # the CLI exports a prompt's spans in batches after it: wait (bounded) for every prompt's root
+        with anyio.move_on_after(SPAN_WAIT_S):
+            while traces.roots() < sum(1 for o in result.outcomes if o.status != "cancelled"):
+                await traces.arrived.wait()
+        result.spans = traces.take()
+        return result
+
+    def _options(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, traces: OtlpTraces,
+                 current: dict[str, Any]) -> Any:
+        from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, PermissionResultAllow, PermissionResultDeny, create_sdk_mcp_server
+
+        hooks = Hooks(scenario, doubles)
+        tools = {t.name: t for t in scenario.tools}
+        ids = CallIds()
+
+        def turn() -> dict[str, Any]:
+            return current["turn"]
+
+        def call_of(data: dict[str, Any]) -> dict[str, Any]:
+            return {"id": data.get("tool_use_id"), "name": str(data.get("tool_name", "")).removeprefix(PREFIX), "args": data.get("tool_input")}
+
+        async def pre_tool_use(data: Any, tool_use_id: Any, context: Any) -> Any:
+            call = call_of(data)
+            new, replaced = await hooks.chain("pre-tool-call", call, turn())
+            if replaced and isinstance(new, dict) and isinstance(new.get("args"), dict):
+                ids.expect(call["name"], call["id"], new["args"])
+                return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": new["args"]}}
+            ids.expect(call["name"], call["id"], call["args"])
+            return {}
+
+        async def post_tool_use(data: Any, tool_use_id: Any, context: Any) -> Any:
+            call = call_of(data)
+            response = data.get("tool_response")
+            with mapping("the tool response"):
+                blocks = response if isinstance(response, list) else (response or {}).get("content", []) if isinstance(response, dict) else []
+                content = "".join(b.get("text", "") for b in blocks if isinstance(b, dict)) if blocks else str(response or "")
+                is_error = bool(isinstance(response, dict) and response.get("is_error"))
+            payload = {"call": call, "result": {"content": content, "is_error": is_error}}
+            out: dict[str, Any] = {}
+            new, replaced = await hooks.chain("post-tool-call", payload, turn())
+            if replaced and isinstance(new, dict) and isinstance(new.get("result"), dict):
+                text = str(new["result"].get("content", ""))
+                out["hookSpecificOutput"] = {"hookEventName": "PostToolUse", "updatedMCPToolOutput": {"content": [{"type": "text", "text": text}]}}
+            tool = tools.get(call["name"])
+            if tool is not None and tool.terminates_turn:
+                out["continue_"] = False
+                out["stopReason"] = f"{tool.name} ends the turn"
+            return out
+
+        async def user_prompt_submit(data: Any, tool_use_id: Any, context: Any) -> Any:
+            await hooks.chain("session-start", {"session_id": turn()["session_id"]}, turn())
+            return {}
+
+        async def stop(data: Any, tool_use_id: Any, context: Any) -> Any:
+            await hooks.chain("session-end", {"session_id": turn()["session_id"]}, turn())
+            return {}
+
+        async def can_use_tool(name: str, args: dict[str, Any], context: Any) -> Any:
+            call = {"id": context.tool_use_id, "name": name.removeprefix(PREFIX), "args": args}
+            tool = tools.get(call["name"])
+            if tool is not None and tool.kind in ("data_source", "interactive"):
+                verdict = await doubles.policy_precheck(call, turn())
+                if not verdict.get("allow", True):
+                    ids.drop(call["id"])
+                    return PermissionResultDeny(message=f"denied by policy: {verdict.get('reason')}")
+            return PermissionResultAllow()
+
+        def make_tool(tool: ToolDef) -> Any:
+            from claude_agent_sdk import SdkMcpTool, ToolAnnotations
+
+            async def handler(args: dict[str, Any]) -> dict[str, Any]:
+                call = {"id": ids.take(tool.name, args), "name": tool.name, "args": parse_args(args)}
+                try:
+                    out = await doubles.invoke_tool(call, turn())
+                    return {"content": [{"type": "text", "text": str(out.get("content", ""))}], "is_error": bool(out.get("is_error"))}
+                except ToolFailed as exc:
+                    return {"content": [{"type": "text", "text": str(exc)}], "is_error": True}
+
+            # the SDK takes a dict without "type" and "properties" as a {name: type} map (__init__.py:436-452)
+            schema = {"type": "object", "properties": {}, **tool.input_schema}
+            # Claude Code runs read-only tools of one response concurrently, others one at a time
+            safe = tool.concurrency is not None and tool.concurrency.safe
+            annotations = ToolAnnotations(readOnlyHint=True) if safe else None
+            return SdkMcpTool(name=tool.name, description=tool.description or tool.name, input_schema=schema, handler=handler,
+                              annotations=annotations)
+
+        server = create_sdk_mcp_server(SERVER, tools=[make_tool(t) for t in scenario.tools])
+        home = os.path.join(scratch, "home")
+        work = os.path.join(scratch, "work")
+        os.makedirs(home, exist_ok=True)
+        os.makedirs(work, exist_ok=True)
+        trap_url = f"http://127.0.0.1:{trap.port}"
+        env = {
+            "HOME": home,
+            "ANTHROPIC_BASE_URL": served.base_url("anthropic"),
+            "ANTHROPIC_API_KEY": served.api_key,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "HTTPS_PROXY": trap_url, "HTTP_PROXY": trap_url, "https_proxy": trap_url, "http_proxy": trap_url,
+            "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
+            # its spans, to the adapter's OTLP receiver (logs and metrics off)
+            "CLAUDE_CODE_ENABLE_TELEMETRY": "1", "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
+            "OTEL_TRACES_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{traces.port}/v1/traces",
+            "OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_TRACES_EXPORT_INTERVAL": "50",
+        }
+        bounds = scenario.bounds
+        return ClaudeAgentOptions(
+            tools=[],
+            mcp_servers={SERVER: server},
+            strict_mcp_config=True,
+            system_prompt=scenario.system_prompt or None,
+            model=scenario.model.name,
+            max_turns=bounds.max_turns,
+            max_budget_usd=bounds.max_cost_usd,
+            cwd=work,
+            env=env,
+            setting_sources=[],
+            can_use_tool=can_use_tool,
+            hooks={
+                "PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])],
+                "PostToolUse": [HookMatcher(matcher=None, hooks=[post_tool_use])],
+                "UserPromptSubmit": [HookMatcher(matcher=None, hooks=[user_prompt_submit])],
+                "Stop": [HookMatcher(matcher=None, hooks=[stop])],
+            },
+        )
+
+
+def factory() -> ClaudeAgentSDKAdapter:
+    return ClaudeAgentSDKAdapter()

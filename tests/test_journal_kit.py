@@ -23,7 +23,7 @@ from tests.inprocess import run_akc
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The default tier's size: fewer Hypothesis examples and kills than ``akc journal``'s defaults.
-SMALL = {"examples_scale": 0.3, "kills": 2}
+SMALL = {"examples_scale": 0.2, "kills": 2}
 
 
 @pytest.fixture(scope="module")

@@ -83,6 +83,15 @@ def test_a_journal_that_cannot_start_is_one_line_and_exit_3() -> None:
     assert ran.returncode == 3 and "could not be opened" in ran.stderr and "Traceback" not in ran.stderr
 
 
+def test_one_fault_one_verdict() -> None:
+    """A create_session that fails is JKIT-002's failure; the check that needed it is blocked."""
+    report = run_kit("conformance.journalkit.mutants:create_session_fails", **SMALL)
+    verdicts = report.verdicts()
+    assert verdicts["JKIT-002"] == "fail" and verdicts["JKIT-005"] == "blocked"
+    assert report.get("JKIT-005").blocked_by == ["JKIT-002"]
+    assert [r for r, v in verdicts.items() if v == "fail"] == ["JKIT-002"]
+
+
 def test_cli_reports_and_expectations(tmp_path: Path) -> None:
     spec = "conformance.journalkit.mutants:newest_first_history"
     failed = run_akc("journal", "--adapter", spec, "--req", "JKIT-003", "--json", str(tmp_path / "r.json"),

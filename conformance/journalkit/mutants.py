@@ -124,6 +124,17 @@ class ParentDropped(MemoryJournal):
         return record and {**record, "parent_session_id": None}
 
 
+@mutant("JKIT-002")
+class CreateSessionFails(MemoryJournal):
+    """create_session raises for a child session (a broken column): one fault, so a requirement
+    whose check needs a child session is blocked by JKIT-002, never failed."""
+
+    async def create_session(self, session: NewSession) -> str:
+        if session.parent_session_id is not None:
+            raise RuntimeError("journal: column 'parent_session_id' does not exist")
+        return await super().create_session(session)
+
+
 @mutant("JKIT-003")
 class NewestFirstHistory(MemoryJournal):
     """load_history returns the newest message first."""

@@ -43,6 +43,13 @@ class JournalUnavailable(Exception):
     """The journal could not even be opened: no verdict can be given (exit 3)."""
 
 
+#: Calls that are another requirement's subject when a check only needs them to set its scene:
+#: there, their failure blocks the check (one fault, one verdict) instead of failing it.
+PRECONDITIONS = {"create_session": "JKIT-002", "start_turn": "JKIT-005"}
+#: Checks whose subject includes those calls failing (unknown ids) or making ids.
+_OWN_PRECONDITIONS = frozenset({"JKIT-001", "JKIT-010"})
+
+
 class SyncJournal:
     """The journal under test, its coroutine methods called from plain code through the portal."""
 
@@ -51,7 +58,19 @@ class SyncJournal:
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self.inner, name)
-        return lambda *args: self._kit.call(method, *args)
+        owner = PRECONDITIONS.get(name)
+        if owner is None or self._kit.req in (owner, *_OWN_PRECONDITIONS):
+            return lambda *args: self._kit.call(method, *args)
+
+        def scene(*args: Any) -> Any:
+            try:
+                return self._kit.call(method, *args)
+            except JournalTimeout:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the untrusted journal's failure, named
+                raise Blocked(by=owner, reason=f"{name} raised {type(exc).__name__}: {str(exc)[:300]}") from None
+
+        return scene
 
 
 class Kit:
@@ -65,6 +84,7 @@ class Kit:
         self.timeout_s, self.examples_scale, self.kills, self.seed = timeout_s, examples_scale, kills, seed
         self._opened: list[Any] = []
         self._stores = 0
+        self.req = ""  # the requirement of the check running
 
     def new_store(self) -> str:
         self._stores += 1
@@ -118,6 +138,7 @@ def capabilities_of(journal: Any) -> list[str]:
 
 def run_check(kit: Kit, c: CheckDef) -> Check:
     result = Check([c.req], "journal kit", c.name, profiles=[PROFILE])
+    kit.req = c.req
     try:
         result.evidence = c.fn(kit)
         result.worsen("pass", None)
@@ -131,9 +152,11 @@ def run_check(kit: Kit, c: CheckDef) -> Check:
         cause: BaseException = exc
         while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:  # a task group's
             cause = cause.exceptions[0]
-        while cause.__cause__ is not None and not isinstance(cause, ConformanceFailure):  # Hypothesis wraps
+        while cause.__cause__ is not None and not isinstance(cause, (ConformanceFailure, Blocked)):  # Hypothesis wraps
             cause = cause.__cause__
-        if isinstance(cause, ConformanceFailure):
+        if isinstance(cause, Blocked):
+            result.worsen("blocked", str(cause), blocked_by=cause.by)
+        elif isinstance(cause, ConformanceFailure):
             result.worsen("fail", str(cause))
         else:
             result.worsen("fail", f"the journal raised {type(cause).__name__}: {str(cause)[:500]}")

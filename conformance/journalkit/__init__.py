@@ -6,5 +6,6 @@ written there (a durable one). The journal has 001's six methods and the read-ba
 needs: ``get_session(id)`` and ``dump()`` (``turns`` and ``tool_calls``, as the reference
 journals return them). Optional: ``durable = True`` (claims JKIT-009: the kit kills a writer
 process and reopens the store), ``async interrupt()`` (drops its connection: JKIT-012), and
-``aclose()`` or ``close()``. docs/journal-kit.md says it all with examples.
+``aclose()`` or ``close()``. A journal in another language speaks JSON lines (``stdio:CMD``,
+:mod:`conformance.journalkit.stdio`). docs/journal-kit.md says it all with examples.
 """

@@ -392,5 +392,10 @@ def journal_from_env() -> Callable[[Callable[[], str]], Any]:
     raise ConfigError("journal", f"unknown journal {name!r} (memory, sqlite or postgres)")
 
 
+def _journal_of_the_environment(ids: Callable[[], str]) -> Any:
+    """Read at each scenario's build, not once: a process may keep an adapter across runs."""
+    return journal_from_env()(ids)
+
+
 def factory() -> ReferenceAdapter:
-    return ReferenceAdapter(journal_factory=journal_from_env())
+    return ReferenceAdapter(journal_factory=_journal_of_the_environment)

@@ -7,6 +7,7 @@ approver, clock) is wired to the doubles; nothing here adds behaviour the kernel
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -353,6 +354,9 @@ class ReferenceAdapter:
             raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
 
         dump = await kernel.journal.dump()
+        closer = getattr(kernel.journal, "aclose", None)  # a journal with connections (Postgres)
+        if closer is not None:
+            await closer()
         return RunResult(
             outcomes=[o for o in outcomes if o is not None],
             journal=JournalDump.model_validate(dump),
@@ -362,5 +366,36 @@ class ReferenceAdapter:
         )
 
 
+#: ``akc run --journal NAME --dsn DSN`` sets these: the journal the reference kernel records in.
+JOURNAL_ENV, DSN_ENV = "AKC_JOURNAL", "AKC_JOURNAL_DSN"
+
+
+def journal_from_env() -> Callable[[Callable[[], str]], Any]:
+    """The journal factory ``$AKC_JOURNAL`` names: memory (default), sqlite (in memory) or
+    postgres (``$AKC_JOURNAL_DSN``; each scenario in a fresh schema, dropped when it ends)."""
+    name = os.environ.get(JOURNAL_ENV, "memory")
+    if name == "memory":
+        return MemoryJournal
+    if name == "sqlite":
+        from reference_kernel.sqlite_journal import SqliteJournal
+
+        return lambda ids: SqliteJournal(":memory:", ids)
+    if name == "postgres":
+        import uuid
+
+        from reference_kernel.postgres_journal import PostgresJournal
+
+        dsn = os.environ.get(DSN_ENV)
+        if not dsn:
+            raise ConfigError("journal", f"the postgres journal needs ${DSN_ENV} (akc run --dsn)")
+        return lambda ids: PostgresJournal(dsn, schema=f"akc_run_{uuid.uuid4().hex}", ids=ids, max_size=4, drop=True)
+    raise ConfigError("journal", f"unknown journal {name!r} (memory, sqlite or postgres)")
+
+
+def _journal_of_the_environment(ids: Callable[[], str]) -> Any:
+    """Read at each scenario's build, not once: a process may keep an adapter across runs."""
+    return journal_from_env()(ids)
+
+
 def factory() -> ReferenceAdapter:
-    return ReferenceAdapter()
+    return ReferenceAdapter(journal_factory=_journal_of_the_environment)

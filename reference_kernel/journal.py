@@ -63,6 +63,27 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{kind.__name__} {value!r} is not JSON data")
 
 
+_LEAVES = frozenset({str, int, bool, float, type(None)})
+
+
+def _check_plain(value: Any) -> None:
+    """Raise TypeError for what JSON cannot hold (a set, bytes, an object) that marshal would
+    keep. Leaves are skipped without a call: it runs on every message."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) not in _LEAVES:
+                raise TypeError(f"key {key!r} is not a JSON key")
+            if type(item) not in _LEAVES:
+                _check_plain(item)
+    elif kind is list or kind is tuple:
+        for item in value:
+            if type(item) not in _LEAVES:
+                _check_plain(item)
+    elif kind not in _LEAVES and not isinstance(value, _SCALARS):
+        raise TypeError(f"{kind.__name__} {value!r} is not JSON data")
+
+
 def json_copy(value: Any, what: str) -> Any:
     """A deep copy of JSON data; refuses what cannot be stored as JSON, naming it."""
     try:
@@ -180,7 +201,10 @@ class MemoryJournal:
         if type(message) is not dict or type(message.get("role")) is not str:
             _check_role(message)  # exact types pass without the call; anything else is checked
         try:
+            _check_plain(message)
             data = marshal.dumps(message)
+        except (TypeError, RecursionError) as exc:
+            raise ValueError(f"journal: message is not JSON-serialisable: {exc}") from None
         except ValueError:
             data = _stored(message, "message")  # raises, naming what was refused
         key = self._turn_keys.get(turn.turn_id)

@@ -25,7 +25,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("conformance.catalog", "conformance.trace", "conformance.harness.doubles"),
     ("conformance.report", "conformance.wire", "conformance.httpmodel", "reference_kernel", "conformance.adapters"),
     ("conformance.harness",),
-    ("conformance.steps", "conformance.suite", "conformance.catalog.coverage", "conformance.catalog.dimensions"),
+    ("conformance.steps", "conformance.suite", "conformance.catalog.coverage", "conformance.catalog.dimensions",
+     "conformance.journalkit"),
     ("conformance.selftest", "conformance.book"),
     ("conformance.cli", "conformance.__main__"),
 ]

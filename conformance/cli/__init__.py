@@ -47,6 +47,7 @@ COMMANDS = {
     "schemas": "conformance.cli.catalog",
     "readings": "conformance.cli.readings",
     "run": "conformance.cli.run",
+    "journal": "conformance.cli.journal",
     "smoke": "conformance.cli.smoke",
     "selftest": "conformance.cli.selftest",
     "trace": "conformance.cli.trace",

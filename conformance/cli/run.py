@@ -54,8 +54,12 @@ def register(app: typer.Typer) -> None:
         jobs: Annotated[int, typer.Option("--jobs", "-j", help="run N scenarios at once, as N processes each with its own kernel instance (a stdio kernel: its own kernel process); same verdicts as a serial run (docs/ci.md)")] = 1,
         golden: Annotated[Path | None, typer.Option("--golden", help="compare every scenario's canonical trace with the goldens in DIR: a change of behaviour exits 4 (docs/ci.md)")] = None,
         update_golden: Annotated[bool, typer.Option("--update-golden", help="with --golden DIR: write this run's traces as the goldens")] = False,
+        journal: Annotated[str | None, typer.Option("--journal", help="the reference kernel's journal: memory (default), sqlite or postgres (with --dsn)")] = None,
+        dsn: Annotated[str | None, typer.Option("--dsn", help="with --journal postgres: the server (default: $AKC_JOURNAL_DSN)")] = None,
     ) -> None:
         """Run the conformance suite against a kernel adapter."""
+        if journal is not None or dsn is not None:
+            _select_journal(adapter, journal, dsn)
         if validate_protocol:  # read by conformance.wire.validate
             os.environ["AKC_VALIDATE_PROTOCOL"] = "1"
         from conformance.harness.certify import SuiteOptions
@@ -131,6 +135,23 @@ def register(app: typer.Typer) -> None:
         if scratch is not None:
             scratch.cleanup()
         raise typer.Exit(code)
+
+
+def _select_journal(adapter: str, journal: str | None, dsn: str | None) -> None:
+    """``--journal``/``--dsn``: the reference kernel's journal, passed on in the environment
+    (``reference_kernel.adapter.journal_from_env``, read by every shard)."""
+    if adapter != DEFAULT_ADAPTER:
+        typer.echo("akc run: --journal and --dsn choose the reference kernel's journal; another adapter chooses its own", err=True)
+        raise typer.Exit(2)
+    if journal not in (None, "memory", "sqlite", "postgres"):
+        typer.echo(f"akc run: unknown --journal {journal!r} (memory, sqlite or postgres)", err=True)
+        raise typer.Exit(2)
+    if dsn:
+        os.environ["AKC_JOURNAL_DSN"] = dsn
+    if journal == "postgres" and not os.environ.get("AKC_JOURNAL_DSN"):
+        typer.echo("akc run: --journal postgres needs --dsn (or $AKC_JOURNAL_DSN)", err=True)
+        raise typer.Exit(2)
+    os.environ["AKC_JOURNAL"] = journal or "postgres"
 
 
 def _golden(traces: Path, golden: Path, *, update: bool, partial: bool, code: int) -> int:

@@ -38,7 +38,7 @@ class Framework:
     module: str
     spec: str
     #: The smoke set's verdicts (a failing one is the framework's behaviour, not an adapter error).
-    smoke: dict[str, str]
+    smoke: dict[str, str | tuple[str, ...]]
     #: PASS verdicts confirmed in the source (the FAILs: fail_causes.toml, see ``all_confirmed``).
     confirmed: dict[str, Confirmed]
     #: Cap on each scenario's timeout (s); None: the scenario's own (a kernel that starts a process
@@ -65,7 +65,9 @@ FRAMEWORKS = [
             # Interactive tools are sequential=True barriers, each running alone: one at a time.
             "CONC-007": Confirmed("pass", "pydantic_ai/_tool_execution.py:409-411, 994-999"),
             # pre-tool-call is before_tool_validate: all calls validated in order before any runs.
-            "LOOP-007": Confirmed("pass", "pydantic_ai/_tool_execution.py:736-768, 794; pydantic_ai/tool_manager.py:668"),
+            # a block naming an unknown tool is refused (ModelRetry) before before_tool_validate runs:
+            # no pre-tool-call for it (the check over that dimension came with issue 21's blind round)
+            "LOOP-007": Confirmed("fail", "pydantic_ai/tool_manager.py:807-825 (_resolve_tool raises _UnknownTool before the hook, :668)"),
             # The precheck is a before_tool_execute hook raising ToolFailed (as openai-agents' guardrail).
             "GATE-001": Confirmed("pass", "pydantic_ai/exceptions.py:123-134"),
         },
@@ -141,7 +143,9 @@ FRAMEWORKS = [
         "conformance.adapters.claude_agent_sdk:factory",
         # The CLI is a compiled binary: these are confirmed on the wire (the requests it sent to
         # the served model, docs/third-party-kernels.md) and in the SDK's Python source.
-        smoke={"DONE-001": "pass", "LOOP-013": "pass", "TOOL-003": "pass", "CONC-001": "pass"},
+        # TOOL-003's smoke scenario passes only when the calls happen to end in the order asked:
+        # Claude Code hands results back in completion order (confirmed below), so either result.
+        smoke={"DONE-001": "pass", "LOOP-013": "pass", "TOOL-003": ("pass", "fail"), "CONC-001": "pass"},
         confirmed={
             # (The smoke scenarios pass; these requirements' other scenarios do not.)
             # An answer with no text is re-prompted: the next request appends a user-side
@@ -155,7 +159,8 @@ FRAMEWORKS = [
             # max_turns ends the query with a ResultMessage subtype error_max_turns, no exception.
             "BOUND-008": Confirmed("pass", "claude_agent_sdk/types.py:1766-1797 (subtype, terminal_reason)"),
             # ...after a last request that still offers every tool: no tool-less final turn.
-            "BOUND-010": Confirmed("fail", "wire: tools of the last request"),
+            # the tool-less final turn (BOUND-009's subject) is absent: BOUND-010 is blocked by it
+            "BOUND-010": Confirmed("blocked", "wire: tools of the last request (final_turn absent, owned by BOUND-009)"),
             "LOOP-013": Confirmed("pass", "wire: tool_use answered by a tool_result in the next request"),
             # can_use_tool's PermissionResultDeny goes to the CLI as behavior "deny" with its message:
             # the tool does not run and the model gets an error result (wire: is_error tool_result).
@@ -210,7 +215,11 @@ def test_smoke_set_runs_cleanly(framework: Framework) -> None:
     assert not report.errors
     verdicts = report.verdicts()
     assert not [r for r, v in verdicts.items() if v in ("error", "incomplete")], report.failing()
-    assert verdicts == framework.smoke
+    # a smoke verdict may be a tuple: a result that depends on timing for that kernel (WPT's known
+    # intermittent), never error or incomplete
+    assert set(verdicts) == set(framework.smoke)
+    for rid, want in framework.smoke.items():
+        assert verdicts[rid] in (want if isinstance(want, tuple) else (want,)), (rid, verdicts[rid], want)
 
 
 @pytest.mark.parametrize("framework", _params())

@@ -25,7 +25,7 @@ from typing import Any
 
 from conformance.errors import UsageError
 from conformance.files import write_atomic
-from conformance.trace.canonical import Trace, dump, load, trace_filename
+from conformance.trace.canonical import Trace, dump, trace_filename
 from conformance.trace.diff import DiffResult, Selection, compare, parse_categories, read_trace, trace_files
 
 #: The optional configuration file of a golden folder.
@@ -118,7 +118,7 @@ def compare_golden(traces_dir: str | Path, golden_dir: str | Path, *, partial: b
     golden = Path(golden_dir)
     selection = read_config(golden)
     now = run_traces(traces_dir)
-    kept = {name: path for name, path in trace_files(golden).items()}
+    kept = trace_files(golden)
     result = DiffResult(a=f"golden ({golden})", b="this run", only=sorted(selection.only), ignore=sorted(selection.ignore))
     out = GoldenResult(diff=result)
     for name, trace in sorted(now.items()):
@@ -184,7 +184,3 @@ def print_golden(result: GoldenResult, console: Any = None) -> None:
 def snapshot_name(trace: Trace) -> str:
     """The name a trace is kept under as a syrupy snapshot (its file name without ``.json``)."""
     return trace_filename(trace.feature, trace.scenario).removesuffix(".json")
-
-
-def load_golden(path: str | Path) -> Trace:
-    return load(Path(path).read_text(encoding="utf-8"))

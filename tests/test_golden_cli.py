@@ -115,3 +115,21 @@ def test_golden_through_the_pytest_plugin(tmp_path: Path, capsys: pytest.Capture
     assert run(VARIANT) == 4
     out = capsys.readouterr().out
     assert "golden: behaviour changed, by requirement:" in out and "SPAN-001 (2 scenarios):" in out
+
+
+def test_a_diff_of_hostile_kernel_text_prints_no_control_sequence() -> None:
+    """Kernel text reaches the terminal through ``akc trace diff`` and ``--golden`` as data:
+    escape sequences (clear screen, OSC 52) and newlines are shown as visible escapes."""
+    from conformance.trace.canonical import Trace, TraceKernel
+    from conformance.trace.diff import DiffResult, compare, render
+
+    def trace(text: str) -> Trace:
+        return Trace.model_validate({"feature": "f", "scenario": "s", "profile": "kernel", "requirements": ["LOOP-001"],
+                                     "kernel": TraceKernel(name="k", version="1").model_dump(),
+                                     "events": [{"kind": "model_response", "index": 0, "text": text}]})
+
+    d = compare(trace("fine"), trace("\x1b[2J\x1b]52;c;cHduZWQ=\x07\nconformant"))
+    out = render(DiffResult(a="A", b="B", compared=1, differences=[d] if d else []), all_spots=True)
+    assert d is not None
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2J" in out  # shown, as a visible escape

@@ -401,8 +401,15 @@ def print_diff(result: DiffResult, console: Any = None, all_spots: bool = False)
     """Print each differing scenario's first divergence side by side (with ``all_spots`` every
     divergence of it), then the missing ones, then the divergences grouped by kind."""
     from rich.console import Console
-    from rich.markup import escape
+    from rich.markup import escape as _markup
     from rich.table import Table
+
+    from conformance.report.escape import terminal
+
+    def escape(text: str) -> str:
+        """Kernel text (model answers, tool results, names) is data: one line, no control sequence,
+        no rich markup."""
+        return _markup(terminal(text))
 
     console = console or Console()
     if result.differences:

@@ -158,9 +158,13 @@ def update_golden(traces_dir: str | Path, golden_dir: str | Path, *, partial: bo
 def print_golden(result: GoldenResult, console: Any = None) -> None:
     """The divergences grouped by requirement id, then each as ``akc trace diff`` shows it."""
     from rich.console import Console
-    from rich.markup import escape
+    from rich.markup import escape as _markup
 
+    from conformance.report.escape import terminal
     from conformance.trace.diff import print_diff
+
+    def escape(text: str) -> str:
+        return _markup(terminal(text))  # scenario names come from feature files, but stay data
 
     console = console or Console()
     if not result.changed:

@@ -352,7 +352,7 @@ _WARM_MODULES = (
     "agent.system_prompt", "agent.think_scrubber", "agent.tool_executor", "agent.transports",
     "agent.transports.chat_completions", "agent.turn_finalizer", "agent.turn_retry_state",
     "agent.verification_stop", "agent.verify_hooks", "agent.turn_context", "agent.error_classifier",
-    "gateway.config", "gateway.session", "gateway.platforms.base", "gateway.run",
+    "gateway.config", "gateway.session", "gateway.platforms.base",
 )
 
 

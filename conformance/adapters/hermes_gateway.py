@@ -48,6 +48,19 @@ class HarnessPlatform(BasePlatformAdapter):
         return {"name": chat_id, "type": "dm"}
 
 
+def busy_text_mode() -> str:
+    """What the gateway makes of a text to a busy session, from the running profile's config.yaml
+    as ``GatewayRunner`` reads it (``display.busy_input_mode``: ``queue`` queues, anything else
+    interrupts; gateway/run.py:5321-5355), with hermes's own config loader. Not through
+    ``GatewayRunner`` itself: importing ``gateway.run`` marks the whole process a gateway
+    (``_HERMES_GATEWAY=1``, ``HERMES_EXEC_ASK=1``: gateway/run.py:1408, 1877), which moves approvals
+    off the CLI callback the adapter's approver is wired to."""
+    from hermes_cli.config import cfg_get, load_config
+
+    mode = str(cfg_get(load_config(), "display", "busy_input_mode", default="") or "").strip().lower()
+    return "queue" if mode == "queue" else "interrupt"
+
+
 def user_message(label: str, text: str, index: int) -> MessageEvent:
     """The harness's user message ``index`` to session ``label`` as a gateway text message."""
     source = SessionSource(platform=Platform.LOCAL, chat_id=label, chat_type="dm", user_id=_USER)

@@ -40,7 +40,7 @@ from conformance.boundary.adapter import (
     UsageEvent,
     run_user_messages,
 )
-from conformance.adapters.hermes_gateway import QUEUE_CONFIG, HarnessPlatform, carried, user_message
+from conformance.adapters.hermes_gateway import QUEUE_CONFIG, HarnessPlatform, busy_text_mode, carried, user_message
 from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS
 from conformance.httpmodel.openai_chat import message as from_chat_message
 from conformance.httpmodel.openai_chat import request as from_chat_request
@@ -178,12 +178,11 @@ class _Run:
         #: profile's home is HERMES_HOME itself.
         self.profile_home = _profile_home(scenario.profile_id) or self.home
         (self.profile_home / "config.yaml").write_text(QUEUE_CONFIG)
-        from gateway.run import GatewayRunner
         from hermes_cli.profiles import get_active_profile_name
 
         with self.profile_scope():
             self.profile = get_active_profile_name() or "default"
-            self.busy_text_mode = GatewayRunner._load_busy_text_mode()
+            self.busy_text_mode = busy_text_mode()
 
     @contextlib.contextmanager
     def profile_scope(self) -> Iterator[None]:

@@ -197,7 +197,7 @@ class _Run:
         finally:
             reset_hermes_home_override(token)
 
-    # ---- TurnInfo (hermes: session id and turn id; no tags, no profile in the loop)
+    # ---- TurnInfo (hermes: session id, turn id and its active profile; no tags)
 
     def turn(self, session_id: str | None, turn_id: str | None = None) -> JSON:
         label = self.labels.get(session_id or "")
@@ -475,6 +475,8 @@ class HermesAdapter:
                     queue = waiting.get(event.source.chat_id, [])
                     batch = queue[: carried(event.text, [text for _, text, _ in queue])]
                     del queue[: len(batch)]
+                    if not batch:  # not a message of ours: nothing waits for it
+                        return None
                     first = batch[0][0]
                     try:
                         outcome = await anyio.to_thread.run_sync(run.run_message, first, event.source.chat_id, event.text)

@@ -75,7 +75,8 @@ def sess_then_request_includes(akc: ScenarioContext, k: str, datatable: list[lis
 )
 def sess_then_one_profile(akc: ScenarioContext, k: str, profile_id: str) -> None:
     """The session is created with the profile's id, and every turn run in it (stored turns and
-    the TurnInfo of every hook and tool call) names that profile."""
+    the TurnInfo of every hook and tool call) names that profile; a journal without turn records
+    blocks the stored-turn half on JOURNAL-002, as journal.py does."""
     record = stored_session(akc, int(k))
     expect_equal(f"profile_id of the stored session {record.id}", profile_id, record.profile_id)
     for where, e in turn_events(akc):

@@ -7,8 +7,10 @@ meanwhile as the session's pending follow-up, which the running turn's task star
 ended (``gateway/platforms/base.py:4762-4983, 5405-5440``). What a busy text does is the
 ``busy_input_mode`` of the profile's ``config.yaml`` (``gateway/run.py:5321-5360``, synced onto
 every adapter as ``_busy_text_mode``, ``gateway/run.py:7659, 9506``): ``queue`` is the setting for
-"turns of one session run one after another" (``interrupt``, the default, stops the running
-turn). Only in the worker process (it imports hermes)."""
+"turns of one session run one after another" (``interrupt``, the default, has the runner stop the
+running turn). ``GatewayRunner`` itself is not run: in queue mode its busy handler leaves a busy
+text to the adapter (``gateway/run.py:5858-5863``), so the adapter's guard is the whole path. Only
+in the worker process (it imports hermes)."""
 
 from __future__ import annotations
 

@@ -24,6 +24,16 @@ async def before_model(callback_context, llm_request):
 async def after_agent(callback_context):
     log.append("after_agent_callback")
 
+from google.adk.agents.invocation_context import InvocationContext
+_orig = InvocationContext._enqueue_event
+async def _traced(self, event):
+    try:
+        await _orig(self, event)
+    except BaseException as e:
+        log.append(f"root task: {type(e).__name__} in _enqueue_event (author={event.author})")
+        raise
+InvocationContext._enqueue_event = _traced
+from google.adk.agents.base_agent import BaseAgent
 async def main():
     agent = LlmAgent(name="a", model=M(model="m"), before_model_callback=before_model, after_agent_callback=after_agent)
     svc = InMemorySessionService()

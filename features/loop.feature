@@ -771,6 +771,8 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
 
   # Error classes (issue 21): a kernel that handles only some failures of its model client (5xx,
   # not a 4xx it blames on its own request, not a stream broken after it began) passes 5xx alone.
+  # Whether the run then ends with a status or the kernel raises out of its API is not LOOP-020's
+  # subject ("session-end is dispatched once when the run ends with an error"): not checked here.
   @LOOP-020 @dim:error=model_4xx @dim:error=model_5xx @dim:error=model_mid_stream
   Scenario Outline: session-end closes a session run whose model call fails with status <status> after <after> chunks
     Given a tool "fetch" of kind "data_source"
@@ -778,7 +780,6 @@ Feature: The RunTurn algorithm (003): the order of a turn's steps and hook chain
     And the model fails with status <status> after <after> chunks
     When the kernel runs
     Then "session-end" was dispatched last in each session run, after every other hook of it
-    And the kernel did not raise
 
     Examples:
       | status | after |

@@ -97,3 +97,40 @@ def test_not_wired_earns_no_pass_and_says_the_gap_is_the_adapters() -> None:
     assert out.message == "not wired by the adapter (the kernel has it): subagents ↔ delegate_task; capability subagents not declared by the adapter"
     absent = mechanism_verdict(RequirementResult(id="CHILD-001", level="DESCRIBED", verdict="not-offered", message="m"), {"subagents": Mechanism(kind="absent")})
     assert absent.message == "m"
+
+
+def test_an_owner_is_never_blocked_nor_incomplete_on_its_own_lacking_mechanism() -> None:
+    """smolagents without a detector: DOOM-001's checks were blocked by DOOM-010 (the run raised
+    once the script ran out), DOOM-010 blocked by DOOM-001 — a cycle, and the fault nowhere. The
+    owner of a lacking mechanism fails on it whatever its checks read; so does COST-001 whose
+    checks could not observe usage, where the kernel has no cost at all. A non-owner keeps its
+    blocked or incomplete verdict."""
+    mech = {"doom_loop": Mechanism(kind="absent"), "usage": Mechanism(kind="absent")}
+    blocked = _result(rid="DOOM-001", verdict="blocked", outcome="blocked")
+    blocked = blocked.model_copy(update={"blocked_by": ["DOOM-010"], "message": "blocked by DOOM-010: the run raised"})
+    owner = mechanism_verdict(blocked, mech)
+    assert owner.verdict == "fail" and owner.blocked_by == []
+    assert "doom_loop is absent" in (owner.message or "") and "its checks read: blocked by DOOM-010" in (owner.message or "")
+    cost = mechanism_verdict(_result(rid="COST-001", verdict="incomplete", outcome="incomplete"), mech)
+    assert cost.verdict == "fail" and "usage is absent" in (cost.message or "")
+    assert mechanism_verdict(_result(rid="COST-001", verdict="incomplete", outcome="incomplete"), {"usage": Mechanism(kind="native")}).verdict == "incomplete"
+    other = mechanism_verdict(_result(rid="DOOM-004", verdict="blocked", outcome="blocked"), mech)
+    assert other.verdict == "blocked" and other.blocked_by == ["DOOM-001"]
+    optional = mechanism_verdict(_result(rid="DOOM-001", level="SHOULD", verdict="incomplete", outcome="incomplete"), mech)
+    assert optional.verdict == "incomplete"
+
+
+def test_committed_reports_have_no_blocked_cell_whose_blocker_does_not_fail() -> None:
+    """Every blocked cell of the committed reports names requirements that fail in the same
+    column: never one that passes, is itself blocked (a cycle) or could not be judged."""
+    import json
+    from pathlib import Path
+
+    reports = sorted((Path(__file__).resolve().parent.parent / "docs" / "conformance-reports").glob("*.json"))
+    assert reports
+    for path in reports:
+        reqs = {r["id"]: r for r in json.loads(path.read_text())["requirements"]}
+        for r in reqs.values():
+            if r["verdict"] == "blocked":
+                for b in r["blocked_by"]:
+                    assert reqs.get(b, {}).get("verdict") == "fail", f"{path.stem} {r['id']} blocked by {b}: {reqs.get(b, {}).get('verdict')}"

@@ -13,8 +13,7 @@ the request to the harness's scripted model (``Doubles.model_stream``) and yield
 What maps to what (the ``LlmAgent`` callbacks):
 
 * ``session-start`` → ``before_agent_callback``; ``session-end`` → ``after_agent_callback`` (also run
-  when the run is cancelled, ``agents/base_agent.py:453-467``: the dispatch is shielded from the
-  host's cancel scope, subtype ``cancelled``) and, when
+  when the run is cancelled, ``agents/base_agent.py:453-467``, subtype ``cancelled``) and, when
   the run raises, a plugin's ``on_run_error_callback`` (``plugins/base_plugin.py:403-419``, run
   from ``runners.py:1622-1629``), on an ``App`` with that plugin.
 * ``context-assemble`` and ``pre-model-call`` → ``before_model_callback``, which may mutate the
@@ -43,7 +42,8 @@ What maps to what (the ``LlmAgent`` callbacks):
   ``generate_content`` the model call, ``execute_tool`` the tool; ``invocation`` and ``call_llm``
   are ``other``.
 * Usage → ``LlmResponse.usage_metadata`` tokens only: ADK computes no cost.
-* Cancellation → the host cancels the task iterating ``run_async``.
+* Cancellation → the host cancels the task iterating ``run_async``, once (as asyncio does), and
+  waits for ADK's cleanup, which cancels the agent's root task and awaits it.
 
 Absent in google-adk: ``plan-ready``, tool kinds and concurrency keys (the calls of
 one response run as concurrent tasks), a final tool-less turn when ``max_llm_calls`` fires, a
@@ -68,6 +68,8 @@ from conformance.boundary.scenario import Scenario, ToolDef
 
 _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_adk_turn")
 APP = "akc"
+#: How long a cancelled run may take to clean up (ADK waits for its root task) before the host gives up.
+CANCEL_CLEANUP_S = 10.0
 USER = "akc-user"
 
 
@@ -300,13 +302,28 @@ class GoogleAdkAdapter:
                 created.add(session.id)
                 await service.create_session(app_name=APP, user_id=USER, session_id=session.id)
             config = RunConfig(max_llm_calls=scenario.bounds.max_turns) if scenario.bounds.max_turns is not None else RunConfig()
-            reply = ""
+
+            async def consume() -> str:
+                reply = ""
+                async for event in runner.run_async(user_id=USER, session_id=session.id,
+                                                    new_message=types.Content(role="user", parts=[types.Part(text=text)]), run_config=config):
+                    if event.is_final_response() and event.content is not None:
+                        reply = "".join(p.text or "" for p in event.content.parts or [] if p.text and not p.thought) or reply
+                return reply
+
             with OtelSpans.marker(trace_ids):
+                # The host's cancel reaches the task iterating run_async once, as asyncio delivers
+                # it: ADK then cancels its root task and waits for it (runners.py:870-897). The
+                # harness's cancel scope would cancel that wait again at every await (anyio cancels
+                # until the scope ends), leaving ADK's root task running after the run returned.
+                iterating = asyncio.ensure_future(consume())
                 try:
-                    async for event in runner.run_async(user_id=USER, session_id=session.id,
-                                                        new_message=types.Content(role="user", parts=[types.Part(text=text)]), run_config=config):
-                        if event.is_final_response() and event.content is not None:
-                            reply = "".join(p.text or "" for p in event.content.parts or [] if p.text and not p.thought) or reply
+                    reply = await asyncio.shield(iterating)
+                except asyncio.CancelledError:
+                    iterating.cancel()
+                    with anyio.move_on_after(CANCEL_CLEANUP_S, shield=True):
+                        await asyncio.wait([iterating])
+                    raise
                 finally:
                     with anyio.CancelScope(shield=True):
                         stored = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
@@ -359,8 +376,8 @@ class GoogleAdkAdapter:
 
         async def after_agent(callback_context: Any) -> None:
             # ADK runs after_agent_callback also when the task driving the agent is cancelled
-            # (agents/base_agent.py:453-467); the host's cancel scope would cancel this dispatch
-            # too, so it is shielded, and reports the cancellation the task is going through
+            # (agents/base_agent.py:453-467): it reports the cancellation that task is going through,
+            # shielded so that a second cancel does not cut the dispatch short
             task = asyncio.current_task()
             subtype = "cancelled" if task is not None and task.cancelling() else "success"
             with anyio.CancelScope(shield=True):

@@ -10,7 +10,8 @@ A requirement's verdict (for the profiles that were run and that the adapter cla
   incomplete → ``incomplete``; else all pass → ``pass``; no check at all → ``incomplete`` ("no
   check ran"). Blocked ranks above incomplete because it names what to fix first.
 * then the mechanism rule (:func:`mechanism_verdict`): a MUST NOT about a concept the adapter
-  declares ``absent`` is ``not-applicable`` (with the reason), never a pass nor a failure.
+  declares ``absent`` is ``not-applicable`` (with the reason), never a pass nor a failure; the
+  owner of a lacking mechanism fails on it, whatever its checks read (blocked, incomplete).
 
 One fault, one verdict: a check carries the requirement ids it is tagged with, and its failure
 may name its *subject* (``ConformanceFailure(subject=...)``): only the tagged ids in the subject
@@ -186,7 +187,11 @@ def mechanism_verdict(
 
     A MUST NOT whose every mechanism is declared ``absent`` (the kernel has no such concept, e.g.
     no ConcurrencySpec to declare for CONC-008) is ``not-applicable`` with that reason, unless a
-    check saw the kernel do what it forbids (``fail`` stays) or broke (``error`` stays)."""
+    check saw the kernel do what it forbids (``fail`` stays) or broke (``error`` stays).
+
+    A mandatory requirement that owns a lacking mechanism (``[owners]`` / ``[dispatch]`` of
+    mechanisms.toml) fails on it even where its checks were blocked or could not observe: the lack
+    is its own subject, counted there once and never handed on to another requirement."""
     if not mechanisms:
         return result
     deps = depends_on(result.id)
@@ -201,8 +206,9 @@ def mechanism_verdict(
 
     used = {d.name: row(d.name) for d in deps}
     prefix = "; ".join(f"{name} ↔ {via} ({kind})" if via else f"{name} ({kind})" for name, (kind, via) in used.items())
+    named = tuple(f"{name} {sep}" for name in used for sep in ("(", "↔ "))  # prefixed before (a rejudged report)
     for c in result.checks:
-        if c.outcome != "pass" and c.message is not None and not c.message.startswith(prefix):
+        if c.outcome != "pass" and c.message is not None and not c.message.startswith(named):
             c.message = f"{prefix}: {c.message}"
     lacking = [
         f"{d.name} is {used[d.name][0]}"
@@ -218,9 +224,19 @@ def mechanism_verdict(
         # the framework has it, the adapter does not connect it: say so, not "not offered" alone
         why = f"not wired by the adapter (the kernel has it): {', '.join(unwired)}"
         return result.model_copy(update={"message": f"{why}; {result.message}" if result.message else why})
+    mandatory = result.level not in ("SHOULD", "MAY")
+    # a lacking mechanism whose owner this requirement is: its own subject is missing, so it fails
+    # on it, never blocked by another requirement (a cycle: DOOM-001 blocked by DOOM-010, blocked by
+    # DOOM-001) nor incomplete for what the checks could not observe (COST-001 without usage)
+    owned = [f"{d.name} is {used[d.name][0]}" for d in deps
+             if f"{d.name} is {used[d.name][0]}" in lacking and owner_of(d.name, result.profiles) == result.id]
+    if mandatory and owned and result.verdict in ("blocked", "incomplete"):
+        why = f"{prefix}: cannot pass, {', '.join(owned)} (the rule requires it; its own subject)"
+        seen = (result.message or "").removeprefix(f"{prefix}: ")
+        why = f"{why}; its checks read: {seen}" if seen else why
+        return result.model_copy(update={"verdict": "fail", "message": why, "blocked_by": []})
     if not lacking or result.verdict not in ("pass", "fail", "blocked"):
         return result
-    mandatory = result.level not in ("SHOULD", "MAY")
     blockers = [_blocker(d.name, used[d.name][0], result) for d in deps if f"{d.name} is {used[d.name][0]}" in lacking]
     saw_forbidden = result.level == "MUST NOT" and result.verdict == "fail"  # a check saw it: never hidden
     if mandatory and not saw_forbidden and all(b is not None for b in blockers):
@@ -321,7 +337,7 @@ def rejudge(report: Report) -> Report:
     mechanisms = report.kernel.mechanisms
     out = []
     for r in report.requirements:
-        if r.verdict in ("pass", "fail", "blocked", "not-applicable") and r.checks:
+        if r.verdict in ("pass", "fail", "blocked", "not-applicable", "incomplete") and r.checks:
             base = dict(id=r.id, level=r.level, profiles=r.profiles, statement=r.statement, gating=r.gating, checks=r.checks)
             r = mechanism_verdict(fold(base, list(r.checks), had_checks=True), mechanisms).model_copy(
                 update={"expected": r.expected})

@@ -438,6 +438,27 @@ class ScenarioContext:
             return
         raise Blocked(by, f"the run raised {raised.type}: {raised.message}"[:300])
 
+    def require_run_ended_as_scripted(self) -> None:
+        """Precondition of a check on how a run closes (session-end): the run ended where the
+        scenario scripts its end, so the model was never asked past its script. A kernel that went
+        on asking did not end the run that way, and that way is another requirement's subject —
+        the doom-loop detector firing (DOOM-001), a terminal tool (DONE-002), an answer without
+        tool calls (DONE-001) — so the check is blocked by it (one fault, one verdict), unless it
+        is among the check's own. Scenarios with a cancel or a bound end otherwise: not judged here."""
+        extra = self.events("script_exhausted")
+        b = self.scenario.bounds
+        if not extra or self.scenario.cancel is not None or any(v is not None for v in (b.max_turns, b.max_cost_usd, b.max_wall_clock_s)):
+            return
+        if self.scenario.doom_loop.threshold is not None:
+            by, end = "DOOM-001", "the doom-loop detector firing"
+        elif any(t.terminates_turn for t in self.scenario.tools):
+            by, end = "DONE-002", "the terminal tool"
+        else:
+            by, end = "DONE-001", "the answer without tool calls"
+        if by in self.requirement_ids:
+            return
+        raise Blocked(by, f"the run did not end at {end}: the model was asked {len(extra)} times past its script")
+
     def block_on_uncancelled_model_call(self, run: ScenarioRun) -> None:
         """Precondition of a check after a cancel: the kernel stopped the model call in flight.
         A run that hung after the cancel on a model call still streaming is STOP-002's subject
@@ -1002,6 +1023,8 @@ def then_point_count(akc: ScenarioContext, point: str, n: str) -> None:
         akc.require_kernel_ran()
     else:
         akc.require_points_dispatched([point])
+    if point == "session-end":
+        akc.require_run_ended_as_scripted()
     expect_equal(f"dispatches of {point}", int(n), len(akc.hook_dispatches(point)))
     akc.evidence.saw(f"{point} dispatched {n} times")
 

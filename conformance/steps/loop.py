@@ -720,6 +720,7 @@ def then_session_end_closes(akc: ScenarioContext) -> None:
     """One session-end per user message, after every other hook of its run: the run's last
     dispatch, followed only by the next run's session-start or first turn."""
     akc.require_kernel_ran()
+    akc.require_run_ended_as_scripted()
     tokens = [w for _, w in _tokens(akc) if w != "session-start"]
     expect_equal("session-end dispatches (one per session run)", len(akc.scenario.user_messages), tokens.count("session-end"))
     if tokens[-1:] != ["session-end"]:
@@ -745,6 +746,7 @@ def then_session_start_once(akc: ScenarioContext) -> None:
 @then(parsers.re(r'"session-end" was dispatched once, after the last model call$'))
 def then_session_end_after_final(akc: ScenarioContext) -> None:
     """Exactly one session-end, the run's last hook dispatch, after the last model response."""
+    akc.require_run_ended_as_scripted()
     se = akc.hook_dispatches("session-end")
     expect_equal("session-end dispatches", 1, len(se))
     points = akc.dispatched_points()

@@ -87,6 +87,25 @@ def then_nothing_after_cancel(akc: ScenarioContext) -> None:
         raise ConformanceFailure("after the cancel", "no model call and no tool call started", f"started: {show(shown)}")
 
 
+@then(parsers.re(r'resource call "(?P<call>[^"]+)" was not applied$'))
+def then_resource_not_applied(akc: ScenarioContext, call: str) -> None:
+    """A resource call of the cancelled turn never started. Started after the cancel, that is this
+    requirement's failure (STOP-001); started before it, while the turn's data-source or
+    interactive calls still ran, the kernel held no resource call back for a plan/apply gate:
+    that is LOOP-009's subject (plan-ready comes after those calls, before any resource call),
+    not the cancel's — blocked by it (one fault, one verdict)."""
+    seq = cancel_event(akc)["seq"]
+    akc.require_call_served(call)
+    starts = [e for e in akc.tool_starts() if e.get("call_id") == call]
+    if not starts:
+        akc.evidence.saw(f"resource call {call} never started")
+        return
+    if starts[0]["seq"] > seq:
+        raise ConformanceFailure(f"resource call {call}", "not applied after the cancel", "it started after the cancel")
+    raise Blocked(by="LOOP-009", reason=f"resource call {call} started before the cancel (at {cancel_point(akc)}): "
+                  "no plan/apply gate held it back until the turn's data-source and interactive calls ended")
+
+
 @then("no assistant message stands for the cancelled model call")
 def then_no_husk_stored(akc: ScenarioContext) -> None:
     """000: "Nothing partial is saved from a cancelled model call": beside its text (checked by

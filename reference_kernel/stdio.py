@@ -14,11 +14,12 @@ cannot corrupt the stream.
 
 from __future__ import annotations
 
+import asyncio
 import json
-import math
 import os
 import sys
 import traceback
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -38,13 +39,62 @@ from reference_kernel.adapter import ReferenceAdapter
 
 
 class _Pending:
-    """One request of ours awaiting its response (and, for model calls, its chunks)."""
+    """One request of ours awaiting its response (and, for model calls, its chunks): a queue the
+    reader fills without ever blocking, and a future the waiting task sleeps on (a memory object
+    stream per call cost more than the call's own work)."""
 
-    __slots__ = ("send", "receive")
+    __slots__ = ("messages", "waiter")
 
     def __init__(self) -> None:
-        # Unbounded: the reader never blocks on a slow consumer.
-        self.send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+        self.messages: deque[dict[str, Any]] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def put(self, msg: dict[str, Any]) -> None:
+        self.messages.append(msg)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> dict[str, Any]:
+        while not self.messages:
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        return self.messages.popleft()
+
+
+class _LineReader(asyncio.Protocol):
+    """Complete lines from the harness as the loop reads them (no reader registered and removed
+    around every read, as a wait for readability per read costs)."""
+
+    def __init__(self) -> None:
+        self.lines: deque[bytes] = deque()
+        self.eof = False
+        self.waiter: asyncio.Future[None] | None = None
+        self._partial = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self._partial += data
+        if b"\n" not in data:
+            return  # a long line arrives in many reads: no copy until it is complete
+        *complete, rest = self._partial.split(b"\n")
+        self._partial = rest
+        self.lines.extend(map(bytes, complete))
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof_received()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
 
 
 class Server:
@@ -58,12 +108,32 @@ class Server:
         #: The largest harness clock reading received (``clock`` notifications) in this run.
         self.harness_now: float | None = None
         self.adapter = ReferenceAdapter()
+        self._out_lines: list[str] = []
+        self._flush_pending = False
 
     # ----------------------------------------------------------------- output
 
     def write(self, msg: dict[str, Any]) -> None:
-        """One line, one write: synchronous, so concurrent senders never interleave."""
-        data = (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        """Queue one line; the lines queued during one turn of the event loop go out in one
+        write at its next turn (a notification then travels with the request after it: fewer
+        writes, fewer wake-ups of the harness). Synchronous, so senders never interleave."""
+        self._out_lines.append(json.dumps(msg, ensure_ascii=False, separators=(",", ":")))
+        if self._flush_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop in this thread: write now
+            self.flush()
+            return
+        self._flush_pending = True
+        loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_pending = False
+        if not self._out_lines:
+            return
+        data = ("\n".join(self._out_lines) + "\n").encode("utf-8")
+        self._out_lines.clear()
         view = memoryview(data)
         while view:
             n = os.write(self._out, view)
@@ -92,7 +162,7 @@ class Server:
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         rid, pending = self.call_start(method, params)
         try:
-            msg = await pending.receive.receive()
+            msg = await pending.get()
         except BaseException:
             self.give_up(rid)
             raise
@@ -102,6 +172,29 @@ class Server:
     # ----------------------------------------------------------------- input
 
     async def lines(self) -> AsyncIterator[bytes]:
+        loop = asyncio.get_running_loop()
+        reader = _LineReader()
+        try:
+            pipe = os.fdopen(self._in, "rb", buffering=0, closefd=False)
+            await loop.connect_read_pipe(lambda: reader, pipe)
+        except ValueError:  # not a pipe, socket or character device (a file): read it by hand
+            async for line in self._read_lines():
+                yield line
+            return
+        while True:
+            while reader.lines:
+                line = reader.lines.popleft()
+                if line.strip():
+                    yield line
+            if reader.eof:
+                return
+            reader.waiter = loop.create_future()
+            try:
+                await reader.waiter
+            finally:
+                reader.waiter = None
+
+    async def _read_lines(self) -> AsyncIterator[bytes]:
         os.set_blocking(self._in, False)
         buffer = b""
         while True:
@@ -119,6 +212,12 @@ class Server:
                     yield line
 
     async def serve(self) -> None:
+        try:
+            await self._serve()
+        finally:
+            self.flush()
+
+    async def _serve(self) -> None:
         async with anyio.create_task_group() as tg:
             async for line in self.lines():
                 try:
@@ -130,11 +229,11 @@ class Server:
                 if method is None:
                     pending = self._pending.get(msg.get("id"))
                     if pending is not None:
-                        pending.send.send_nowait(msg)
+                        pending.put(msg)
                 elif method == "model.chunk":
                     pending = self._pending.get(msg["params"].get("request"))
                     if pending is not None:
-                        pending.send.send_nowait(msg)
+                        pending.put(msg)
                 elif method == "clock":
                     now = msg["params"].get("now")
                     if msg["params"].get("seq") == self._seq and isinstance(now, (int, float)):
@@ -249,7 +348,7 @@ class WireDoubles:
         done = False
         try:
             while True:
-                msg = await pending.receive.receive()
+                msg = await pending.get()
                 if msg.get("method") == "model.chunk":
                     yield msg["params"]["chunk"]
                     continue

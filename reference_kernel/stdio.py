@@ -27,6 +27,7 @@ import anyio
 
 from conformance.boundary.adapter import ModelCallError, ToolFailed
 from conformance.boundary.scenario import Scenario
+from conformance.wire import codec
 from conformance.wire.messages import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -36,6 +37,9 @@ from conformance.wire.messages import (
     UNSUPPORTED_VERSION,
 )
 from reference_kernel.adapter import ReferenceAdapter
+
+#: Seconds a notification waits for a request or a response to travel with.
+NOTIFY_DELAY_S = 0.002
 
 
 class _Pending:
@@ -67,9 +71,12 @@ class _Pending:
 
 class _LineReader(asyncio.Protocol):
     """Complete lines from the harness as the loop reads them (no reader registered and removed
-    around every read, as a wait for readability per read costs)."""
+    around every read, as a wait for readability per read costs). ``deliver`` takes a line at
+    once when no earlier line waits (an answer to a pending call: its caller wakes a loop turn
+    sooner); what it declines waits in ``lines``, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, deliver: Callable[[bytes], bool]) -> None:
+        self.deliver = deliver
         self.lines: deque[bytes] = deque()
         self.eof = False
         self.waiter: asyncio.Future[None] | None = None
@@ -81,8 +88,11 @@ class _LineReader(asyncio.Protocol):
             return  # a long line arrives in many reads: no copy until it is complete
         *complete, rest = self._partial.split(b"\n")
         self._partial = rest
-        self.lines.extend(map(bytes, complete))
-        self._wake()
+        for line in complete:
+            if self.lines or not self.deliver(bytes(line)):
+                self.lines.append(bytes(line))
+        if self.lines:
+            self._wake()
 
     def eof_received(self) -> bool:
         self.eof = True
@@ -108,31 +118,38 @@ class Server:
         #: The largest harness clock reading received (``clock`` notifications) in this run.
         self.harness_now: float | None = None
         self.adapter = ReferenceAdapter()
-        self._out_lines: list[str] = []
-        self._flush_pending = False
+        self._out_lines: list[bytes] = []
+        self._flush_timer: asyncio.TimerHandle | None = None
 
     # ----------------------------------------------------------------- output
 
     def write(self, msg: dict[str, Any]) -> None:
-        """Queue one line; the lines queued during one turn of the event loop go out in one
-        write at its next turn (a notification then travels with the request after it: fewer
-        writes, fewer wake-ups of the harness). Synchronous, so senders never interleave."""
-        self._out_lines.append(json.dumps(msg, ensure_ascii=False, separators=(",", ":")))
-        if self._flush_pending:
+        """Write one line now, after the notifications still queued: a request or a response
+        (the harness waits for it). Synchronous, so senders never interleave."""
+        self._out_lines.append(codec.dumps_line(msg))
+        self.flush()
+
+    def notify(self, msg: dict[str, Any]) -> None:
+        """Queue a notification: it goes out with the next request or response (fewer writes,
+        fewer wake-ups of the harness), or :data:`NOTIFY_DELAY_S` later if none comes (a timer,
+        not a turn of the event loop per notification)."""
+        self._out_lines.append(codec.dumps_line(msg))
+        if self._flush_timer is not None:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop in this thread: write now
             self.flush()
             return
-        self._flush_pending = True
-        loop.call_soon(self.flush)
+        self._flush_timer = loop.call_later(NOTIFY_DELAY_S, self.flush)
 
     def flush(self) -> None:
-        self._flush_pending = False
+        timer, self._flush_timer = self._flush_timer, None
+        if timer is not None:
+            timer.cancel()
         if not self._out_lines:
             return
-        data = ("\n".join(self._out_lines) + "\n").encode("utf-8")
+        data = b"".join(self._out_lines)
         self._out_lines.clear()
         view = memoryview(data)
         while view:
@@ -173,7 +190,7 @@ class Server:
 
     async def lines(self) -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
-        reader = _LineReader()
+        reader = _LineReader(self._deliver)
         try:
             pipe = os.fdopen(self._in, "rb", buffering=0, closefd=False)
             await loop.connect_read_pipe(lambda: reader, pipe)
@@ -211,6 +228,31 @@ class Server:
                 if line.strip():
                     yield line
 
+    def _deliver(self, line: bytes) -> bool:
+        """Hand an answer to a pending call (a response, a ``model.chunk``) or a ``clock``
+        reading over at once; False for anything else (the serve loop's)."""
+        msg = codec.fast_loads(line)
+        if not isinstance(msg, dict):
+            return False
+        method = msg.get("method")
+        if method is None:
+            pending = self._pending.get(msg.get("id"))
+        elif method == "model.chunk":
+            pending = self._pending.get((msg.get("params") or {}).get("request"))
+        elif method == "clock":
+            self._clock(msg)
+            return True
+        else:
+            return False
+        if pending is not None:
+            pending.put(msg)
+        return True
+
+    def _clock(self, msg: dict[str, Any]) -> None:
+        now = msg["params"].get("now")
+        if msg["params"].get("seq") == self._seq and isinstance(now, (int, float)):
+            self.harness_now = now if self.harness_now is None else max(self.harness_now, now)
+
     async def serve(self) -> None:
         try:
             await self._serve()
@@ -235,9 +277,7 @@ class Server:
                     if pending is not None:
                         pending.put(msg)
                 elif method == "clock":
-                    now = msg["params"].get("now")
-                    if msg["params"].get("seq") == self._seq and isinstance(now, (int, float)):
-                        self.harness_now = now if self.harness_now is None else max(self.harness_now, now)
+                    self._clock(msg)
                 elif method == "cancel":
                     canceller = self._cancellers.get(msg["params"].get("message"))
                     if canceller is not None:
@@ -385,7 +425,7 @@ class WireDoubles:
         self.server._cancellers[message] = cancel
 
     def journal_write(self, op: str, record: dict[str, Any], turn: dict[str, Any] | None) -> None:
-        self.server.write(
+        self.server.notify(
             {"jsonrpc": "2.0", "method": "journal.write",
              "params": {"seq": self.seq, "op": op, "record": record, "turn": turn}}
         )

@@ -1,0 +1,57 @@
+"""JSON for the wire's lines, both sides: orjson where it reads and writes what the standard
+library does, the standard library for the rest.
+
+Encoding and decoding were a third of the stdio route's own CPU (a long session's model request
+is a line of tens of KB, sent once per model call); orjson does both several times faster.
+Where the two differ the standard library decides:
+
+* reading, orjson turns an integer past 64 bits into a float: a line with a run of 19 digits
+  or more is read by ``json.loads``; whatever orjson refuses (NaN, a lone surrogate escape, too
+  deep a nesting, bad UTF-8) goes back to the caller's standard path, whose result or error is
+  what it was;
+* writing, orjson refuses what is not plain JSON data (an integer past 64 bits, a lone
+  surrogate, a key that is not a string): ``json.dumps`` writes it. A non-finite float, which
+  JSON cannot carry, is written ``null`` (as pydantic's JSON mode writes it), not ``NaN``.
+
+Without orjson (a platform with no wheel) everything is the standard library's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; this keeps a wheel-less platform working
+    orjson = None  # type: ignore[assignment]
+
+#: ``fast_loads`` could not read the line exactly as ``json.loads`` would: use the standard path.
+UNREAD = object()
+
+_LONG_NUMBER = re.compile(rb"\d{19}")
+
+
+def fast_loads(raw: bytes) -> Any:
+    """The value of one line, or :data:`UNREAD`."""
+    if orjson is None or _LONG_NUMBER.search(raw) is not None:
+        return UNREAD
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return UNREAD
+
+
+def dumps_line(msg: Any) -> bytes:
+    """One message as a line of compact UTF-8 JSON (non-ASCII kept), newline included. A lone
+    surrogate (a kernel's, echoed back) is written as a JSON escape."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(msg) + b"\n"
+        except TypeError:  # orjson.JSONEncodeError: not plain JSON data, see the module's docstring
+            pass
+    try:
+        return (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(msg, separators=(",", ":")) + "\n").encode("ascii")

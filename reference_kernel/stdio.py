@@ -28,7 +28,7 @@ import anyio
 from conformance.boundary.adapter import ModelCallError, ToolFailed
 from conformance.boundary.scenario import Scenario
 from conformance.wire import codec
-from conformance.wire.messages import (
+from conformance.wire.codes import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     MODEL_ERROR,

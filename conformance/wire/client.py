@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from conformance.boundary.adapter import AdapterInfo, ModelCallError, RunResult, ToolFailed
-from conformance.harness.doubles import HookRaised
+from conformance.harness.doubles import HarnessDoubles, HookRaised
 from conformance.errors import Unsupported, UsageError
 from conformance.boundary.scenario import Scenario
 from conformance.wire import validate
@@ -50,6 +50,8 @@ class _Run:
         self.seq = seq
         self.scenario = scenario
         self.doubles = doubles
+        if isinstance(doubles, HarnessDoubles):
+            doubles.inputs_private = True  # decoded from the kernel's lines, handed over once
         self.spans: list[dict[str, Any]] = []
         #: The kernel's pending requests → the scope serving them (``$/cancel`` cancels it).
         self.serving: dict[Any, anyio.CancelScope] = {}

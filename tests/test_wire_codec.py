@@ -72,3 +72,14 @@ def test_dumps_line_is_one_line_the_standard_library_reads_back(msg: object) -> 
 def test_dumps_line_writes_compact_utf8() -> None:
     msg = {"a": [1, 2.5, None, True], "b": "é"}
     assert codec.dumps_line(msg) == (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def test_raw_json_text_is_put_in_as_it_is_on_both_paths() -> None:
+    from conformance.boundary.scenario import ModelDef, ModelResponse, Scenario, UserMessage
+
+    scenario = Scenario(name="codec", profile="kernel", model=ModelDef(responses=[ModelResponse(text="é")]), user_messages=[UserMessage(text="hi")])
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "run", "params": {"seq": 1, "scenario": codec.Raw(scenario.model_dump_json())}}
+    expected = {**msg, "params": {"seq": 1, "scenario": scenario.model_dump(mode="json")}}
+    assert json.loads(codec.dumps_line(msg)) == expected
+    msg["params"]["big"] = 2**70  # orjson refuses the message: the standard library writes it
+    assert json.loads(codec.dumps_line(msg)) == {**expected, "params": {**expected["params"], "big": 2**70}}

@@ -45,15 +45,37 @@ def fast_loads(raw: bytes) -> Any:
         return UNREAD
 
 
+class Raw:
+    """A value already written as JSON text (a pydantic model's ``model_dump_json()``, which
+    costs a fifth of ``model_dump(mode="json")``): :func:`dumps_line` puts the text in as it is."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _fragment(value: Any) -> Any:
+    if isinstance(value, Raw):
+        return orjson.Fragment(value.text)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def _parsed(value: Any) -> Any:
+    if isinstance(value, Raw):
+        return json.loads(value.text)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def dumps_line(msg: Any) -> bytes:
     """One message as a line of compact UTF-8 JSON (non-ASCII kept), newline included. A lone
     surrogate (a kernel's, echoed back) is written as a JSON escape."""
     if orjson is not None:
         try:
-            return orjson.dumps(msg) + b"\n"
+            return orjson.dumps(msg, default=_fragment) + b"\n"
         except TypeError:  # orjson.JSONEncodeError: not plain JSON data, see the module's docstring
             pass
     try:
-        return (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        return (json.dumps(msg, ensure_ascii=False, separators=(",", ":"), default=_parsed) + "\n").encode("utf-8")
     except UnicodeEncodeError:
-        return (json.dumps(msg, separators=(",", ":")) + "\n").encode("ascii")
+        return (json.dumps(msg, separators=(",", ":"), default=_parsed) + "\n").encode("ascii")

@@ -3,10 +3,12 @@
 This is the kernel side of ``docs/protocol.md`` and the proof that the protocol carries
 everything: ``akc run --adapter 'stdio:python -m reference_kernel.stdio'`` must give the same
 verdicts as the in-process adapter. The ReferenceAdapter runs unchanged; it is handed a Doubles
-proxy whose every method is a JSON-RPC request to the harness. One reader task dispatches what
-arrives: responses resolve pending calls by id, ``model.chunk`` feeds a pending model stream,
-``cancel`` calls the registered canceller at once (before any later response is dispatched, as
-the protocol requires).
+proxy whose every method is a JSON-RPC request to the harness. What arrives is dispatched in
+order: responses resolve pending calls by id and ``model.chunk`` feeds a pending model stream as
+soon as the line is read (from the pipe's protocol callback); the reader task serves the rest,
+and ``cancel`` calls the registered canceller at once (no later line is dispatched before it, as
+the protocol requires). Notifications of ours wait for the next request or response and share
+its write.
 
 Stdout carries protocol lines only: ``sys.stdout`` is pointed at stderr so that a stray print
 cannot corrupt the stream.

@@ -253,11 +253,16 @@ class Connection:
 
     def _close_stdin(self) -> None:
         fd, self._stdin_fd = self._stdin_fd, None
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        if fd is None:
+            return
+        try:
+            anyio.notify_closing(fd)  # a task waiting for the pipe to take more wakes up (WireError)
+        except Exception:  # noqa: BLE001 - not in the event loop: no task of it can be waiting
+            pass
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
     def _close_stderr(self) -> None:
         if self.stderr_file is not None:
@@ -358,7 +363,10 @@ class Connection:
                 try:
                     n = os.write(fd, self._backlog)
                 except BlockingIOError:
-                    await anyio.wait_writable(fd)
+                    try:
+                        await anyio.wait_writable(fd)
+                    except anyio.ClosedResourceError:
+                        raise WireError("the kernel process is gone") from None
                     continue
                 except OSError:
                     raise await self.died("a write to its stdin") from None

@@ -3,10 +3,12 @@
 This is the kernel side of ``docs/protocol.md`` and the proof that the protocol carries
 everything: ``akc run --adapter 'stdio:python -m reference_kernel.stdio'`` must give the same
 verdicts as the in-process adapter. The ReferenceAdapter runs unchanged; it is handed a Doubles
-proxy whose every method is a JSON-RPC request to the harness. One reader task dispatches what
-arrives: responses resolve pending calls by id, ``model.chunk`` feeds a pending model stream,
-``cancel`` calls the registered canceller at once (before any later response is dispatched, as
-the protocol requires).
+proxy whose every method is a JSON-RPC request to the harness. What arrives is dispatched in
+order: responses resolve pending calls by id and ``model.chunk`` feeds a pending model stream as
+soon as the line is read (from the pipe's protocol callback); the reader task serves the rest,
+and ``cancel`` calls the registered canceller at once (no later line is dispatched before it, as
+the protocol requires). Notifications of ours wait for the next request or response and share
+its write.
 
 Stdout carries protocol lines only: ``sys.stdout`` is pointed at stderr so that a stray print
 cannot corrupt the stream.
@@ -14,11 +16,12 @@ cannot corrupt the stream.
 
 from __future__ import annotations
 
+import asyncio
 import json
-import math
 import os
 import sys
 import traceback
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -26,7 +29,8 @@ import anyio
 
 from conformance.boundary.adapter import ModelCallError, ToolFailed
 from conformance.boundary.scenario import Scenario
-from conformance.wire.messages import (
+from conformance.wire import codec
+from conformance.wire.codes import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     MODEL_ERROR,
@@ -36,15 +40,73 @@ from conformance.wire.messages import (
 )
 from reference_kernel.adapter import ReferenceAdapter
 
+#: Seconds a notification waits for a request or a response to travel with.
+NOTIFY_DELAY_S = 0.002
+
 
 class _Pending:
-    """One request of ours awaiting its response (and, for model calls, its chunks)."""
+    """One request of ours awaiting its response (and, for model calls, its chunks): a queue the
+    reader fills without ever blocking, and a future the waiting task sleeps on (a memory object
+    stream per call cost more than the call's own work)."""
 
-    __slots__ = ("send", "receive")
+    __slots__ = ("messages", "waiter")
 
     def __init__(self) -> None:
-        # Unbounded: the reader never blocks on a slow consumer.
-        self.send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+        self.messages: deque[dict[str, Any]] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def put(self, msg: dict[str, Any]) -> None:
+        self.messages.append(msg)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> dict[str, Any]:
+        while not self.messages:
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        return self.messages.popleft()
+
+
+class _LineReader(asyncio.Protocol):
+    """Complete lines from the harness as the loop reads them (no reader registered and removed
+    around every read, as a wait for readability per read costs). ``deliver`` takes a line at
+    once when no earlier line waits (an answer to a pending call: its caller wakes a loop turn
+    sooner); what it declines waits in ``lines``, in order."""
+
+    def __init__(self, deliver: Callable[[bytes], bool]) -> None:
+        self.deliver = deliver
+        self.lines: deque[bytes] = deque()
+        self.eof = False
+        self.waiter: asyncio.Future[None] | None = None
+        self._partial = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self._partial += data
+        if b"\n" not in data:
+            return  # a long line arrives in many reads: no copy until it is complete
+        *complete, rest = self._partial.split(b"\n")
+        self._partial = rest
+        for line in complete:
+            if self.lines or not self.deliver(bytes(line)):
+                self.lines.append(bytes(line))
+        if self.lines:
+            self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof_received()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
 
 
 class Server:
@@ -58,12 +120,39 @@ class Server:
         #: The largest harness clock reading received (``clock`` notifications) in this run.
         self.harness_now: float | None = None
         self.adapter = ReferenceAdapter()
+        self._out_lines: list[bytes] = []
+        self._flush_timer: asyncio.TimerHandle | None = None
 
     # ----------------------------------------------------------------- output
 
     def write(self, msg: dict[str, Any]) -> None:
-        """One line, one write: synchronous, so concurrent senders never interleave."""
-        data = (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        """Write one line now, after the notifications still queued: a request or a response
+        (the harness waits for it). Synchronous, so senders never interleave."""
+        self._out_lines.append(codec.dumps_line(msg))
+        self.flush()
+
+    def notify(self, msg: dict[str, Any]) -> None:
+        """Queue a notification: it goes out with the next request or response (fewer writes,
+        fewer wake-ups of the harness), or :data:`NOTIFY_DELAY_S` later if none comes (a timer,
+        not a turn of the event loop per notification)."""
+        self._out_lines.append(codec.dumps_line(msg))
+        if self._flush_timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop in this thread: write now
+            self.flush()
+            return
+        self._flush_timer = loop.call_later(NOTIFY_DELAY_S, self.flush)
+
+    def flush(self) -> None:
+        timer, self._flush_timer = self._flush_timer, None
+        if timer is not None:
+            timer.cancel()
+        if not self._out_lines:
+            return
+        data = b"".join(self._out_lines)
+        self._out_lines.clear()
         view = memoryview(data)
         while view:
             n = os.write(self._out, view)
@@ -92,7 +181,7 @@ class Server:
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         rid, pending = self.call_start(method, params)
         try:
-            msg = await pending.receive.receive()
+            msg = await pending.get()
         except BaseException:
             self.give_up(rid)
             raise
@@ -102,6 +191,29 @@ class Server:
     # ----------------------------------------------------------------- input
 
     async def lines(self) -> AsyncIterator[bytes]:
+        loop = asyncio.get_running_loop()
+        reader = _LineReader(self._deliver)
+        try:
+            pipe = os.fdopen(self._in, "rb", buffering=0, closefd=False)
+            await loop.connect_read_pipe(lambda: reader, pipe)
+        except ValueError:  # not a pipe, socket or character device (a file): read it by hand
+            async for line in self._read_lines():
+                yield line
+            return
+        while True:
+            while reader.lines:
+                line = reader.lines.popleft()
+                if line.strip():
+                    yield line
+            if reader.eof:
+                return
+            reader.waiter = loop.create_future()
+            try:
+                await reader.waiter
+            finally:
+                reader.waiter = None
+
+    async def _read_lines(self) -> AsyncIterator[bytes]:
         os.set_blocking(self._in, False)
         buffer = b""
         while True:
@@ -118,7 +230,38 @@ class Server:
                 if line.strip():
                     yield line
 
+    def _deliver(self, line: bytes) -> bool:
+        """Hand an answer to a pending call (a response, a ``model.chunk``) or a ``clock``
+        reading over at once; False for anything else (the serve loop's)."""
+        msg = codec.fast_loads(line)
+        if not isinstance(msg, dict):
+            return False
+        method = msg.get("method")
+        if method is None:
+            pending = self._pending.get(msg.get("id"))
+        elif method == "model.chunk":
+            pending = self._pending.get((msg.get("params") or {}).get("request"))
+        elif method == "clock":
+            self._clock(msg)
+            return True
+        else:
+            return False
+        if pending is not None:
+            pending.put(msg)
+        return True
+
+    def _clock(self, msg: dict[str, Any]) -> None:
+        now = msg["params"].get("now")
+        if msg["params"].get("seq") == self._seq and isinstance(now, (int, float)):
+            self.harness_now = now if self.harness_now is None else max(self.harness_now, now)
+
     async def serve(self) -> None:
+        try:
+            await self._serve()
+        finally:
+            self.flush()
+
+    async def _serve(self) -> None:
         async with anyio.create_task_group() as tg:
             async for line in self.lines():
                 try:
@@ -130,15 +273,13 @@ class Server:
                 if method is None:
                     pending = self._pending.get(msg.get("id"))
                     if pending is not None:
-                        pending.send.send_nowait(msg)
+                        pending.put(msg)
                 elif method == "model.chunk":
                     pending = self._pending.get(msg["params"].get("request"))
                     if pending is not None:
-                        pending.send.send_nowait(msg)
+                        pending.put(msg)
                 elif method == "clock":
-                    now = msg["params"].get("now")
-                    if msg["params"].get("seq") == self._seq and isinstance(now, (int, float)):
-                        self.harness_now = now if self.harness_now is None else max(self.harness_now, now)
+                    self._clock(msg)
                 elif method == "cancel":
                     canceller = self._cancellers.get(msg["params"].get("message"))
                     if canceller is not None:
@@ -249,7 +390,7 @@ class WireDoubles:
         done = False
         try:
             while True:
-                msg = await pending.receive.receive()
+                msg = await pending.get()
                 if msg.get("method") == "model.chunk":
                     yield msg["params"]["chunk"]
                     continue
@@ -286,7 +427,7 @@ class WireDoubles:
         self.server._cancellers[message] = cancel
 
     def journal_write(self, op: str, record: dict[str, Any], turn: dict[str, Any] | None) -> None:
-        self.server.write(
+        self.server.notify(
             {"jsonrpc": "2.0", "method": "journal.write",
              "params": {"seq": self.seq, "op": op, "record": record, "turn": turn}}
         )

@@ -309,6 +309,9 @@ class HarnessDoubles:
         #: This scenario's model served over HTTP (``conformance.httpmodel.host.HttpModel``:
         #: ``base_url(dialect)``, ``api_key``), set by the harness before the adapter runs.
         self.http_model: Any = None
+        #: The kernel's arguments are this scenario's own (decoded from the stdio wire, held by
+        #: no one else): logged as they are, not copied (see :meth:`_own`).
+        self.inputs_private = False
         self._message_memo: dict[int, tuple[Any, Any]] = {}
         #: The copies of every model request's messages, by position (``_snapshot_request``).
         self._positions = _Positions()
@@ -354,7 +357,7 @@ class HarnessDoubles:
             self._in_flight.pop(f"hook:{hook_id}", None)
             other = self._event("other_turn").is_set()
             self._held_turn = None
-            self.log.add("hook_returned", hook_id=hook_id, point=point, occurrence=occurrence, turn=snapshot(turn), other_turn=other)
+            self.log.add("hook_returned", hook_id=hook_id, point=point, occurrence=occurrence, turn=self._own(turn), other_turn=other)
 
     def _event(self, name: str) -> anyio.Event:
         ev = self._events.get(name)
@@ -417,6 +420,11 @@ class HarnessDoubles:
 
     # ----------------------------------------------------------------- model
 
+    def _own(self, value: Any) -> Any:
+        """What the kernel handed over, as the log keeps it: a snapshot (an in-process kernel may
+        change it later), or the value itself when the inputs are private."""
+        return value if self.inputs_private else snapshot(value)
+
     def model_stream(self, request: JSON, turn: JSON, *, dialect: str | None = None) -> AsyncIterator[JSON]:
         """The scripted model: one response per call, in script order. ``dialect``: the call came
         over HTTP in that dialect (``conformance.httpmodel``); the log says so, for the checks
@@ -424,7 +432,7 @@ class HarnessDoubles:
         index = self._model_calls
         self._model_calls += 1
         extra = {"dialect": dialect} if dialect is not None else {}
-        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=snapshot(turn), **extra)
+        self.log.add("model_request", index=index, request=self._snapshot_request(request), turn=self._own(turn), **extra)
         self._activity(turn)
         return self._stream(index)
 
@@ -435,8 +443,8 @@ class HarnessDoubles:
         :class:`_Positions` for what remains per request). Log entries are read-only."""
         messages = request.get("messages") if isinstance(request, dict) else None
         if not isinstance(messages, list):
-            return snapshot(request)
-        out = {k: snapshot(v) for k, v in request.items() if k != "messages"}
+            return self._own(request)
+        out = {k: self._own(v) for k, v in request.items() if k != "messages"}
         with self._positions_lock:
             out["messages"] = self._positions.record(messages, self._copy_message)
         return out
@@ -447,7 +455,7 @@ class HarnessDoubles:
         seen = self._message_memo.get(id(message))
         if seen is not None and seen[0] is message and seen[1] == message:
             return seen[1]
-        copy_ = snapshot(message)
+        copy_ = self._own(message)
         self._message_memo[id(message)] = (message, copy_)  # holding it keeps the id unique
         return copy_
 
@@ -526,7 +534,7 @@ class HarnessDoubles:
 
     async def invoke_tool(self, call: JSON, turn: JSON) -> JSON:
         """An instrumented tool: logs start and end, meets its rendezvous, keeps finish order."""
-        call = snapshot(call)
+        call = self._own(call)
         call_id = str(call.get("id"))
         name = call.get("name")
         args = call.get("args")
@@ -536,7 +544,7 @@ class HarnessDoubles:
         for group in self.scenario.hold_first:
             if call_id in group:
                 self._event(f"any_start:{id(group)}").set()
-        self.log.add("tool_start", call_id=call_id, name=name, args=args, turn=snapshot(turn))
+        self.log.add("tool_start", call_id=call_id, name=name, args=args, turn=self._own(turn))
         self._activity(turn)
         self._in_flight[f"tool:{call_id}"] = f"tool call {call_id} ({name})"
         end: dict[str, Any] = {"cancelled": True}
@@ -565,7 +573,7 @@ class HarnessDoubles:
         finally:
             self._in_flight.pop(f"tool:{call_id}", None)
             self._ended_calls.add(call_id)
-            self.log.add("tool_end", call_id=call_id, name=name, args=args, turn=snapshot(turn), **end)
+            self.log.add("tool_end", call_id=call_id, name=name, args=args, turn=self._own(turn), **end)
             self._event(f"end:{call_id}").set()
 
     async def _rendezvous(self, call_id: str) -> None:
@@ -670,8 +678,8 @@ class HarnessDoubles:
             "hook",
             hook_id=hook_id,
             point=point,
-            payload=snapshot(payload),
-            turn=snapshot(turn),
+            payload=self._own(payload),
+            turn=self._own(turn),
             outcome=outcome,
             occurrence=occurrence,
         )
@@ -700,7 +708,7 @@ class HarnessDoubles:
         deny = self.scenario.policy_deny
         reason = deny.get(str(call.get("id")), deny.get(str(call.get("name"))))
         decision = {"allow": reason is None, "reason": reason}
-        self.log.add("policy", call=snapshot(call), decision=decision, turn=snapshot(turn))
+        self.log.add("policy", call=self._own(call), decision=decision, turn=self._own(turn))
         return dict(decision)
 
     async def ask_approver(self, request: JSON, turn: JSON) -> JSON:
@@ -709,7 +717,7 @@ class HarnessDoubles:
         self._approvals += 1
         answers = self.scenario.approver
         decision = answers[i] if i < len(answers) else "denied"
-        self.log.add("approval", request=snapshot(request), decision=decision, turn=snapshot(turn))
+        self.log.add("approval", request=self._own(request), decision=decision, turn=self._own(turn))
         return {"decision": decision}
 
     # ----------------------------------------------------------------- journal, submissions
@@ -730,7 +738,7 @@ class HarnessDoubles:
 
     def journal_write(self, op: str, record: JSON, turn: JSON | None) -> None:
         """The adapter reports one write the kernel made to its journal (see Doubles)."""
-        self.log.add("journal_write", op=str(op), record=snapshot(record), turn=snapshot(turn))
+        self.log.add("journal_write", op=str(op), record=self._own(record), turn=self._own(turn))
 
     def now(self) -> float:
         """start + advance_per_model_call × model calls so far + advance_per_event × events so far."""

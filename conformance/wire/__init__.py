@@ -6,6 +6,6 @@
 
 from __future__ import annotations
 
-from conformance.wire.messages import PROTOCOL_VERSION
+from conformance.wire.codes import PROTOCOL_VERSION
 
 __all__ = ["PROTOCOL_VERSION"]

@@ -23,10 +23,10 @@ from typing import Any
 import anyio
 
 from conformance.boundary.adapter import AdapterInfo, ModelCallError, RunResult, ToolFailed
-from conformance.harness.doubles import HookRaised
+from conformance.harness.doubles import HarnessDoubles, HookRaised
 from conformance.errors import Unsupported, UsageError
 from conformance.boundary.scenario import Scenario
-from conformance.wire import validate
+from conformance.wire import codec, validate
 from conformance.wire.connection import (
     _LIVE_PIDS,
     START_TIMEOUT_S,
@@ -50,6 +50,8 @@ class _Run:
         self.seq = seq
         self.scenario = scenario
         self.doubles = doubles
+        if isinstance(doubles, HarnessDoubles):
+            doubles.inputs_private = True  # decoded from the kernel's lines, handed over once
         self.spans: list[dict[str, Any]] = []
         #: The kernel's pending requests → the scope serving them (``$/cancel`` cancels it).
         self.serving: dict[Any, anyio.CancelScope] = {}
@@ -132,7 +134,9 @@ class _Run:
         for index in range(len(self.scenario.user_messages)):
             self.doubles.register_canceller(index, lambda i=index: self.cancel_message(i))
         rid = conn.new_id("run")
-        params: dict[str, Any] = {"seq": self.seq, "scenario": self.scenario.model_dump(mode="json")}
+        # As JSON text, unless every message is validated (the validator reads dicts).
+        scenario = self.scenario.model_dump(mode="json") if conn.validating else codec.Raw(self.scenario.model_dump_json())
+        params: dict[str, Any] = {"seq": self.seq, "scenario": scenario}
         served = getattr(self.doubles, "http_model", None)
         if served is not None:
             params["http_model"] = {"base_urls": served.base_urls(), "api_key": served.api_key}

@@ -29,7 +29,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 import conformance
 from conformance.boundary.adapter import AdapterInfo
 from conformance.errors import UsageError
-from conformance.wire import reaper, validate
+from conformance.wire import codec, reaper, validate
 from conformance.wire.messages import PROTOCOL_VERSION
 
 #: Seconds a kernel process gets to answer ``start`` (it may have a runtime to boot).
@@ -87,13 +87,6 @@ def loop_token() -> Any:
     return anyio.lowlevel.current_token()
 
 
-def _dumps(msg: dict[str, Any]) -> bytes:
-    try:
-        return (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate the kernel sent, echoed back: as a JSON escape
-        return (json.dumps(msg, separators=(",", ":")) + "\n").encode("ascii")
-
-
 class Connection:
     """One running kernel process and its stdin/stdout streams."""
 
@@ -107,6 +100,12 @@ class Connection:
         self.lines_read = 0
         self._next_id = 0
         self._write_lock = anyio.Lock()
+        #: POSIX: the write end of the kernel's stdin, ours and non-blocking (see send_many), the
+        #: bytes the pipe has not taken yet, and the counts of bytes queued and written so far.
+        self._stdin_fd: int | None = None
+        self._backlog = bytearray()
+        self._queued = 0
+        self._written = 0
         #: Writes to stdin not finished yet (and their bytes), and when stdin last took one.
         self.unsent = 0
         self.unsent_bytes = 0
@@ -133,13 +132,24 @@ class Connection:
         self.stderr_file = tempfile.TemporaryFile(prefix="akc-kernel-stderr-")
         tag = reaper.new_tag()
         env = dict(os.environ, AKC_PROTOCOL=str(PROTOCOL_VERSION), **{reaper.TAG_VAR: tag})
+        stdin: int = -1
+        if os.name == "posix":
+            stdin, self._stdin_fd = os.pipe()
+            os.set_blocking(self._stdin_fd, False)
         try:
             self.process = await anyio.open_process(
-                self.command, stdin=-1, stdout=-1, stderr=self.stderr_file, env=env, start_new_session=os.name == "posix"
+                self.command, stdin=stdin, stdout=-1, stderr=self.stderr_file, env=env, start_new_session=os.name == "posix"
             )
         except (FileNotFoundError, PermissionError) as exc:
             self._close_stderr()
+            self._close_stdin()
             raise UsageError(f"adapter 'stdio:{shlex.join(self.command)}': cannot start {self.command[0]!r} ({exc.strerror})") from None
+        except BaseException:
+            self._close_stdin()
+            raise
+        finally:
+            if stdin != -1:
+                os.close(stdin)  # the kernel's end
         self.token = loop_token()
         _LIVE_PIDS.add(self.process.pid)
         _TAGS[self.process.pid] = tag
@@ -207,11 +217,13 @@ class Connection:
     async def close_gently(self) -> None:
         """End of the suite: close stdin (the kernel exits on EOF), give it a second, then kill."""
         proc = self.process
-        if proc is not None and proc.returncode is None and proc.stdin is not None:
-            try:
-                await proc.stdin.aclose()
-            except Exception:  # noqa: BLE001 - it may be gone already
-                pass
+        if proc is not None and proc.returncode is None and (proc.stdin is not None or self._stdin_fd is not None):
+            self._close_stdin()
+            if proc.stdin is not None:
+                try:
+                    await proc.stdin.aclose()
+                except Exception:  # noqa: BLE001 - it may be gone already
+                    pass
             with anyio.move_on_after(1):
                 await proc.wait()
         await self.kill()
@@ -227,6 +239,7 @@ class Connection:
                 await proc.wait()
             with anyio.move_on_after(1):
                 await proc.aclose()
+        self._close_stdin()
         self._close_stderr()
 
     def abandon(self) -> None:
@@ -235,7 +248,21 @@ class Connection:
         if proc is not None:
             _LIVE_PIDS.discard(proc.pid)
             kill_group(proc.pid)
+        self._close_stdin()
         self._close_stderr()
+
+    def _close_stdin(self) -> None:
+        fd, self._stdin_fd = self._stdin_fd, None
+        if fd is None:
+            return
+        try:
+            anyio.notify_closing(fd)  # a task waiting for the pipe to take more wakes up (WireError)
+        except Exception:  # noqa: BLE001 - not in the event loop: no task of it can be waiting
+            pass
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
     def _close_stderr(self) -> None:
         if self.stderr_file is not None:
@@ -281,12 +308,28 @@ class Connection:
                     validate.check_message(msg, "harness→kernel", answers if i == len(msgs) - 1 else None)
                 except validate.ProtocolViolation as exc:
                     raise WireError(f"protocol violation: {exc}") from None
-        data = b"".join(_dumps(msg) for msg in msgs)
+        data = b"".join(map(codec.dumps_line, msgs))
         if _WIRE_LOG:
             _log_lines("→", data)
         proc = self.process
-        if proc is None or proc.stdin is None:
+        if proc is None or (proc.stdin is None and self._stdin_fd is None):
             raise WireError("the kernel process is gone")
+        fd = self._stdin_fd
+        if fd is not None and not self._backlog:
+            # The common case: the pipe takes it all at once, in one system call and no trip
+            # through the event loop (an answer per callback: that trip was most of its cost).
+            try:
+                n = os.write(fd, data)
+            except BlockingIOError:
+                n = 0
+            except OSError:
+                raise await self.died("a write to its stdin") from None
+            self._queued += n
+            self._written += n
+            if n == len(data):
+                self._stdin_moved = time.monotonic()
+                return
+            data = data[n:]
         if self.unsent_bytes + len(data) > MAX_UNSENT_BYTES:
             raise WireError(self.stdin_stalled(0.0) or "the kernel stopped reading its stdin")
         if self.unsent == 0:
@@ -294,15 +337,42 @@ class Connection:
         self.unsent += 1
         self.unsent_bytes += len(data)
         try:
-            async with self._write_lock:
-                try:
-                    await proc.stdin.send(data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    raise await self.died("a write to its stdin") from None
+            if fd is not None:
+                self._backlog += data
+                self._queued += len(data)
+                await self._drain(self._queued)
+            else:
+                async with self._write_lock:
+                    try:
+                        await proc.stdin.send(data)  # type: ignore[union-attr]
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        raise await self.died("a write to its stdin") from None
             self._stdin_moved = time.monotonic()
         finally:
             self.unsent -= 1
             self.unsent_bytes -= len(data)
+
+    async def _drain(self, upto: int) -> None:
+        """Write the backlog until byte ``upto`` (counted from the first sent) is out: one task
+        at a time waits for the pipe to take more, and writes everyone's bytes, in order."""
+        async with self._write_lock:
+            while self._written < upto:
+                fd = self._stdin_fd
+                if fd is None:
+                    raise WireError("the kernel process is gone")
+                try:
+                    n = os.write(fd, self._backlog)
+                except BlockingIOError:
+                    try:
+                        await anyio.wait_writable(fd)
+                    except anyio.ClosedResourceError:
+                        raise WireError("the kernel process is gone") from None
+                    continue
+                except OSError:
+                    raise await self.died("a write to its stdin") from None
+                del self._backlog[:n]
+                self._written += n
+                self._stdin_moved = time.monotonic()
 
     def stdin_stalled(self, after_s: float = 0.5) -> str | None:
         """Says so when writes to the kernel's stdin have waited over ``after_s`` (for a hang
@@ -326,23 +396,13 @@ class Connection:
         except anyio.DelimiterNotFound:
             raise WireError(f"the kernel wrote a line longer than {MAX_LINE} bytes on stdout (line {self.lines_read + 1})") from None
         self.lines_read += 1
-        try:
-            text = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as exc:
-            bad = raw[exc.start : exc.start + 4]
-            raise WireError(
-                f"protocol error: line {self.lines_read} of the kernel's stdout is not valid UTF-8 "
-                f"(byte {bad[:1].hex()} at offset {exc.start}: {exc.reason}); JSON text must be UTF-8"
-            ) from None
-        if _WIRE_LOG:
+        msg = codec.fast_loads(raw)
+        if msg is codec.UNREAD:
+            msg = self._slow_loads(raw)
+        elif _WIRE_LOG:
             _log_lines("←", raw + b"\n")
-        try:
-            msg = json.loads(text)
-        except ValueError:
-            msg = None
-        except RecursionError:
-            raise WireError(f"the kernel's message on line {self.lines_read} is nested too deeply to read ({len(raw)} bytes)") from None
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            text = raw.decode("utf-8").rstrip("\r")
             preview = text if len(text) <= GARBAGE_PREVIEW else text[:GARBAGE_PREVIEW] + "…"
             raise WireError(
                 f"the kernel wrote a line on stdout that is not a JSON-RPC 2.0 message "
@@ -355,6 +415,26 @@ class Connection:
             except validate.ProtocolViolation as exc:
                 raise WireError(f"protocol violation (line {self.lines_read}): {exc}") from None
         return msg
+
+    def _slow_loads(self, raw: bytes) -> Any:
+        """A line :func:`codec.fast_loads` declined, read by the standard library: its value,
+        None if it is not JSON, WireError if it is not UTF-8 or nested too deeply."""
+        try:
+            text = raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as exc:
+            bad = raw[exc.start : exc.start + 4]
+            raise WireError(
+                f"protocol error: line {self.lines_read} of the kernel's stdout is not valid UTF-8 "
+                f"(byte {bad[:1].hex()} at offset {exc.start}: {exc.reason}); JSON text must be UTF-8"
+            ) from None
+        if _WIRE_LOG:
+            _log_lines("←", raw + b"\n")
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+        except RecursionError:
+            raise WireError(f"the kernel's message on line {self.lines_read} is nested too deeply to read ({len(raw)} bytes)") from None
 
     def pending(self) -> str | None:
         """What the kernel wrote on stdout without a newline yet (for a hang diagnostic)."""

@@ -15,19 +15,19 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from conformance.boundary.adapter import AdapterInfo, RunResult, Span, TurnInfo
 from conformance.boundary.scenario import HookOutcome, Scenario
 
-PROTOCOL_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
-
-# JSON-RPC and protocol error codes (docs/protocol.md, "Error codes").
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
-UNSUPPORTED_VERSION = -32001
-MODEL_ERROR = 1001
-TOOL_FAILED = 1002
+from conformance.wire.codes import (  # noqa: F401 - the version and codes, re-exported
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MODEL_ERROR,
+    PARSE_ERROR,
+    PROTOCOL_VERSION,
+    REQUEST_CANCELLED,
+    SUPPORTED_VERSIONS,
+    TOOL_FAILED,
+    UNSUPPORTED_VERSION,
+)
 
 Id = int | str
 

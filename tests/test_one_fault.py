@@ -281,3 +281,50 @@ def test_a_hang_on_a_model_call_still_in_flight_after_the_cancel_is_stop_002s() 
     block(SimpleNamespace(requirement_ids=["STOP-002"]), run)  # its own subject: left to fail
     block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=run.log, in_flight_at_timeout=["tool call c1 (lookup)"]))
     block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=[], in_flight_at_timeout=run.in_flight_at_timeout))
+
+
+# --------------------------------------------------------------------------- concurrency keys
+
+
+def _overlap_ctx(ids: list[str], keys: str | None, kinds: dict[str, str], *, overlapping: bool = True) -> Any:
+    """A check's context whose calls c1 and c2 ran (overlapping or one after the other), on an
+    adapter declaring ``concurrency_keys`` as ``keys`` (None: no mechanism table)."""
+    starts = [(1, "c1"), (2, "c2")] if overlapping else [(1, "c1"), (3, "c2")]
+    ends = [(3, "c1"), (4, "c2")] if overlapping else [(2, "c1"), (4, "c2")]
+    log = [{"kind": "tool_start", "seq": s, "call_id": c, "name": f"t{c}"} for s, c in starts]
+    log += [{"kind": "tool_end", "seq": s, "call_id": c} for s, c in ends]
+    table = {} if keys is None else {"concurrency_keys": Mechanism(kind=keys), "max_turns": Mechanism(kind="native")}
+    ctx = SimpleNamespace(
+        requirement_ids=ids, profile="kernel", info=SimpleNamespace(mechanisms=table),
+        scenario=SimpleNamespace(tools=[SimpleNamespace(name=f"t{c}", kind=kinds[c]) for c in ("c1", "c2")]),
+        events=lambda *kinds_: [e for e in log if e["kind"] in kinds_],
+    )
+    ctx.block_on_lacking_mechanism = ScenarioContext.block_on_lacking_mechanism.__get__(ctx)
+    return ctx
+
+
+def test_calls_overlapping_for_want_of_concurrency_keys_are_conc_002s_alone() -> None:
+    """One missing concurrency-key mechanism (003 computes one key for key-field values, safe:
+    false and the provider-wide lock) fails CONC-002 and blocks CONC-003/004's overlap checks;
+    a kernel declaring keys, CONC-002's own check, interactive calls (CONC-007's subject) and a
+    kernel that kept the calls apart anyway are judged by the check itself."""
+    from conformance.steps.conc import expect_no_overlap
+
+    data = {"c1": "data_source", "c2": "data_source"}
+    with pytest.raises(Blocked) as caught:
+        expect_no_overlap(_overlap_ctx(["CONC-003", "CONC-004"], "absent", data), ["c1", "c2"])
+    assert caught.value.by == ["CONC-002"] and "concurrency_keys (declared absent)" in str(caught.value)
+    left_out = _overlap_ctx(["CONC-004"], "native", data)
+    del left_out.info.mechanisms["concurrency_keys"]  # a table that leaves it out declares it absent
+    for ctx in (left_out, _overlap_ctx(["CONC-004"], "emulated", data)):
+        with pytest.raises(Blocked):
+            expect_no_overlap(ctx, ["c1", "c2"])
+    for ctx in (
+        _overlap_ctx(["CONC-002"], "absent", data),  # the owner fails on it
+        _overlap_ctx(["CONC-003"], "native", data),  # claimed: the check judges it
+        _overlap_ctx(["CONC-003"], None, data),  # no mechanism table: the check judges it
+        _overlap_ctx(["CONC-007"], "absent", {"c1": "interactive", "c2": "interactive"}),
+    ):
+        with pytest.raises(ConformanceFailure):
+            expect_no_overlap(ctx, ["c1", "c2"])
+    expect_no_overlap(_overlap_ctx(["CONC-003"], "absent", data, overlapping=False), ["c1", "c2"])  # a pass stays a pass

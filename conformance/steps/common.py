@@ -18,7 +18,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
-from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject
+from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject, owner_of
 from conformance.errors import (
     AdapterError,
     Blocked,
@@ -489,6 +489,24 @@ class ScenarioContext:
             by = blocker_for_missing_point(point, self.requirement_ids)
             if by is not None:
                 raise Blocked(by, f"{point} was never dispatched in this run (declared {self._declared(point)})")
+
+    def block_on_lacking_mechanism(self, mechanism: str, what: str) -> None:
+        """Precondition of a check whose failure needs a mechanism (not a hook point) that is
+        another requirement's subject (mechanisms.toml [owners]): the adapter declares the kernel
+        without it (any kind but native; a mechanism its table leaves out is absent), so ``what``
+        went wrong for want of it. Unless the check is about it, it is blocked by that owner: the
+        missing mechanism is counted once, there. Called where the check fails, never before: a
+        kernel that meets the check another way (calls run one at a time) still passes it. Without
+        a mechanism table the check judges it itself."""
+        table = self.info.mechanisms or {}
+        if not table:
+            return
+        m = table.get(mechanism)
+        kind = "absent" if m is None else m.kind
+        owner = owner_of(mechanism, [self.profile])
+        if kind == "native" or owner is None or owner in self.requirement_ids:
+            return
+        raise Blocked(owner, f"{what}; the kernel has no {mechanism} (declared {kind}), {owner}'s subject")
 
     def _declared(self, point: str) -> str:
         m = (self.info.mechanisms or {}).get(point)

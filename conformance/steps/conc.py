@@ -120,6 +120,13 @@ def expect_no_overlap(akc: ScenarioContext, ids: Iterable[str], why: str = "") -
     if bad:
         a, b = bad[0]
         spans = call_spans(akc)
+        from conformance.steps.loop import tool_kind
+
+        names = {e["call_id"]: e["name"] for e in akc.events("tool_start")}
+        if "interactive" not in {tool_kind(akc, names.get(a)), tool_kind(akc, names.get(b))}:
+            # two calls held apart by their shared concurrency key (003's one key computation:
+            # key-field values, safe: false, the provider-wide lock), which CONC-002 answers for
+            akc.block_on_lacking_mechanism("concurrency_keys", f"calls {a} and {b}{why} overlapped")
         raise ConformanceFailure(
             f"calls {a} and {b}{why}",
             "one after the other (the second starts after the first ended)",

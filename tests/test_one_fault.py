@@ -328,3 +328,43 @@ def test_calls_overlapping_for_want_of_concurrency_keys_are_conc_002s_alone() ->
         with pytest.raises(ConformanceFailure):
             expect_no_overlap(ctx, ["c1", "c2"])
     expect_no_overlap(_overlap_ctx(["CONC-003"], "absent", data, overlapping=False), ["c1", "c2"])  # a pass stays a pass
+
+
+# --------------------------------------------------------------------------- the closing answer
+
+
+def _answer_ctx(ids: list[str], *, extra: int, last_calls: bool = False, terminal: bool = False, max_turns: int | None = None, profile: str = "kernel") -> Any:
+    """A check's context whose script closes on an answer (or on tool calls), with ``extra``
+    model calls made past the script."""
+    responses = [SimpleNamespace(tool_calls=["c1"], error=None), SimpleNamespace(tool_calls=["c2"] if last_calls else [], error=None)]
+    ctx = SimpleNamespace(
+        requirement_ids=ids, profile=profile,
+        scenario=SimpleNamespace(
+            model=SimpleNamespace(responses=responses), tools=[SimpleNamespace(terminates_turn=terminal)],
+            doom_loop=SimpleNamespace(threshold=None), cancel=None,
+            bounds=SimpleNamespace(max_turns=max_turns, max_cost_usd=None, max_wall_clock_s=None)),
+        events=lambda kind: [{"kind": kind, "index": 2 + i} for i in range(extra)],
+    )
+    for name in ("require_answer_ended_run", "require_run_ended_as_scripted"):
+        setattr(ctx, name, getattr(ScenarioContext, name).__get__(ctx))
+    return ctx
+
+
+def test_model_calls_past_the_closing_answer_are_done_001s() -> None:
+    """A kernel that asks the model again after the script's closing answer without tool calls
+    (smolagents: a plain answer is not final) fails DONE-001; LOOP-013's or LOOP-004's check
+    that counts those calls is blocked by it. DONE-001's own check, a script closing on tool
+    calls or a terminal tool, a bound, another profile and a run within its script are judged by
+    the check itself."""
+    with pytest.raises(Blocked) as caught:
+        _answer_ctx(["LOOP-013"], extra=11).require_answer_ended_run()
+    assert caught.value.by == ["DONE-001"] and "asked 11 times past its script" in str(caught.value)
+    for ctx in (
+        _answer_ctx(["DONE-001"], extra=11),
+        _answer_ctx(["LOOP-013"], extra=0),
+        _answer_ctx(["BUDGET-001"], extra=3, last_calls=True),
+        _answer_ctx(["DONE-004"], extra=3, terminal=True),
+        _answer_ctx(["BOUND-009"], extra=3, max_turns=1),
+        _answer_ctx(["TURN-016"], extra=3, profile="commonagent"),
+    ):
+        ctx.require_answer_ended_run()  # no block: the check judges it

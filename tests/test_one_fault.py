@@ -368,3 +368,17 @@ def test_model_calls_past_the_closing_answer_are_done_001s() -> None:
         _answer_ctx(["TURN-016"], extra=3, profile="commonagent"),
     ):
         ctx.require_answer_ended_run()  # no block: the check judges it
+
+
+def test_interactive_calls_that_meet_with_or_without_a_spec_block_conc_008_by_conc_007(tmp_path: Any, akc_here: Any) -> None:
+    """CONC-008 forbids honouring a ConcurrencySpec on an interactive tool. Interactive calls that
+    overlap also once the declaration is taken away (the scenario run again without it) were not
+    run together by the spec: that is CONC-007's fault, and CONC-008 is blocked by it; a kernel
+    that serialises them without the spec and not with it honoured the spec (its mutant fails)."""
+    verdicts = {}
+    for spec in ("tests.fakes.broken:interactive_together", "conformance.selftest.mutants.tools:interactive_spec_honoured"):
+        out = tmp_path / "r.json"
+        akc_here("run", "--adapter", spec, "--req", "CONC-007", "--req", "CONC-008", "--json", str(out))
+        verdicts[spec] = {r["id"]: (r["verdict"], r.get("blocked_by")) for r in json.loads(out.read_text())["requirements"]}
+    assert verdicts["tests.fakes.broken:interactive_together"] == {"CONC-007": ("fail", []), "CONC-008": ("blocked", ["CONC-007"])}
+    assert verdicts["conformance.selftest.mutants.tools:interactive_spec_honoured"]["CONC-008"][0] == "fail"

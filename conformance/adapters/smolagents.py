@@ -240,7 +240,14 @@ class SmolagentsAdapter:
 
             def go() -> tuple[str, Any]:
                 with lock:  # one agent object is not safe for two threads at once
-                    return follow(agent.run(text, **kwargs))
+                    events = agent.run(text, **kwargs)
+                    try:
+                        return follow(events)
+                    finally:
+                        # closed here, in this thread: a step left suspended inside its thread pool
+                        # waits for its calls, which need the event loop (a generator collected
+                        # later on the loop's thread would block it for good)
+                        events.close()
 
             try:
                 state, output = await anyio.to_thread.run_sync(go)

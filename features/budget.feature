@@ -116,5 +116,6 @@ Feature: The iteration budget (000, CommonAgent)
     And the model answers "two"
     When the kernel runs
     Then user message 1 ends with status "budget_exhausted"
+    And user message 1 made no model call past max_iterations
     And user message 2 made 2 model calls
     And user message 2 ends with status "completed"

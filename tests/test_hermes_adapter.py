@@ -47,6 +47,11 @@ CONFIRMED = {
     "TURN-014": ("fail", "hermes_cli/plugins.py:135-215; run_agent.py:2611-2640 (api_request_error only)"),
     # A block's message becomes the tool result as JSON {"error": message}, not `Blocked: <reason>`.
     "TOOL-007": ("fail", "agent/tool_executor.py:469 (json.dumps({'error': block_message}))"),
+    # Run under its named profile, the session is stored with it (profile_name from
+    # get_active_profile_name() under set_hermes_home_override) and every TurnInfo names it, so the
+    # check gets as far as the stored turns hermes does not keep: blocked by JOURNAL-002, not a
+    # profile mismatch.
+    "SESS-001": ("blocked", "run_agent.py:608-623; hermes_state.py:762-835"),
 }
 
 
@@ -54,15 +59,20 @@ def _spec() -> str:
     return f"stdio:{shlex.quote(str(PYTHON))} -m conformance.adapters.hermes"
 
 
+#: The matrix entry's timeout scale (a fresh hermes process per scenario): unscaled, a loaded
+#: machine times the first scenario out before hermes has done anything, on main as here.
+SCALE = ["--akc-timeout-scale", str(get("hermes").timeout_scale or 1)]
+
+
 def test_smoke_runs_without_adapter_error() -> None:
-    report = conformance.certify(_spec(), smoke=True)
+    report = conformance.certify(_spec(), smoke=True, pytest_args=SCALE)
     verdicts = report.verdicts()
     assert verdicts, "the smoke set reported nothing"
     assert all(v == "pass" for v in verdicts.values()), report.failing()
 
 
 def test_source_confirmed_verdicts() -> None:
-    report = conformance.certify(_spec(), profile="commonagent", reqs=sorted(CONFIRMED))
+    report = conformance.certify(_spec(), profile="commonagent", reqs=sorted(CONFIRMED), pytest_args=SCALE)
     verdicts = report.verdicts()
     observed = {req: verdicts.get(req) for req in CONFIRMED}
     assert observed == {req: v for req, (v, _) in CONFIRMED.items()}

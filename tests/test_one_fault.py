@@ -273,14 +273,19 @@ def test_no_adapter_translates_a_limit_exception_into_a_subtype() -> None:
 def test_a_hang_on_a_model_call_still_in_flight_after_the_cancel_is_stop_002s() -> None:
     """A run that timed out after the cancel on a model call still streaming (smolagents) judges
     nothing but STOP-002: another requirement's check is blocked by it, STOP-002's own fails."""
-    run = SimpleNamespace(log=[{"kind": "model_request"}, {"kind": "cancel"}], in_flight_at_timeout=["model call #1 (blocked until cancelled)"])
+    run = SimpleNamespace(log=[{"kind": "model_request"}, {"kind": "cancel"}], in_flight_at_timeout=["model call #1 (blocked until cancelled)"], in_flight_at_end=[])
     block = ScenarioContext.block_on_uncancelled_model_call
     with pytest.raises(Blocked) as caught:
         block(SimpleNamespace(requirement_ids=["COST-002"]), run)
     assert caught.value.by == ["STOP-002"]
     block(SimpleNamespace(requirement_ids=["STOP-002"]), run)  # its own subject: left to fail
-    block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=run.log, in_flight_at_timeout=["tool call c1 (lookup)"]))
-    block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=[], in_flight_at_timeout=run.in_flight_at_timeout))
+    block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=run.log, in_flight_at_timeout=["tool call c1 (lookup)"], in_flight_at_end=[]))
+    block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=[], in_flight_at_timeout=run.in_flight_at_timeout, in_flight_at_end=[]))
+    # a run that returned with the cancelled call still open (the kernel never dropped it)
+    returned = SimpleNamespace(log=run.log, in_flight_at_timeout=[], in_flight_at_end=["model call #1 (blocked until cancelled)"])
+    with pytest.raises(Blocked) as caught:
+        block(SimpleNamespace(requirement_ids=["STOP-003"]), returned)
+    assert caught.value.by == ["STOP-002"] and "still open" in str(caught.value)
 
 
 # --------------------------------------------------------------------------- concurrency keys

@@ -158,11 +158,33 @@ def test_a_closed_connection_is_a_cancelled_call() -> None:
                         texts.append(event.text)
                     if len(texts) == 2:
                         break  # leaving the stream closes the connection
-            with anyio.fail_after(5):
-                while not doubles.log.of("model_response"):
-                    await anyio.sleep(0.01)  # the server's task sees the close on its own schedule
+            # the server's task sees the close on its own schedule: the harness waits for it
+            assert await doubles.settle_model_calls(5) == []
             assert texts == ["a", "b"]
             assert doubles.log.of("model_response")[0]["complete"] is False
+
+    run(main)
+
+
+def test_a_call_the_client_keeps_open_is_reported_open_until_it_closes() -> None:
+    """The harness reads the log once the kernel's open calls have closed (settle_model_calls):
+    a connection still open after the wait is the kernel's, reported as such; once closed, the
+    cancelled call's streamed text is in the log."""
+    async def main() -> None:
+        async with served({"text": "ab", "chunks": 2, "block_until_cancelled": True}) as (doubles, model, host):
+            body = json.dumps({"model": "m", "max_tokens": 10, "stream": True, "messages": [{"role": "user", "content": "hi"}]}).encode()
+            path = model.base_url("anthropic").split(str(host.port), 1)[1] + "/v1/messages"
+            stream = await anyio.connect_tcp("127.0.0.1", host.port)
+            await stream.send(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: {model.api_key}\r\ncontent-type: application/json\r\n"
+                              f"content-length: {len(body)}\r\n\r\n".encode() + body)
+            seen = b""
+            while b"text_delta" not in seen or seen.count(b"text_delta") < 2:
+                seen += await stream.receive()
+            assert await doubles.settle_model_calls(0.05) == ["model call #0 (blocked until cancelled)"]
+            assert not doubles.log.of("model_response")
+            await stream.aclose()
+            assert await doubles.settle_model_calls(5) == []
+            assert [c["text"] for c in doubles.log.of("model_response")[0]["chunks"]] == ["a", "b"]
 
     run(main)
 

@@ -72,6 +72,8 @@ _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_lc_t
 #: The id of the call being run: set in awrap_tool_call, read by the tool (a JSON-schema tool
 #: has no injected-argument slot for it).
 _call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("akc_lc_call", default=None)
+#: AUDIT2D: per session, the tool_call_ids whose post-tool-call has been dispatched.
+_done_calls: dict[str, set[str]] = {}
 
 #: The text ModelCallLimitMiddleware ends a run with (middleware/model_call_limit.py:55, 206).
 LIMIT_MESSAGE = "Model call limits exceeded"
@@ -248,10 +250,10 @@ MECHANISMS: dict[str, Mechanism] = {
     "pre-model-call": _m("native", "AgentMiddleware.awrap_model_call (ModelRequest.override)"),
     "post-model-response": _m("native", "AgentMiddleware.awrap_model_call (the returned ModelResponse)"),
     "pre-tool-call": _m("native", "AgentMiddleware.aafter_model (every tool call of the response, before any is sent)"),
-    "post-tool-call": _m("native", "AgentMiddleware.awrap_tool_call (after the handler)"),
+    "post-tool-call": _m("observe-only", "AgentMiddleware.abefore_model / aafter_agent after the tools node's superstep"),
     "session-end": _m("native", "AgentMiddleware.after_agent", "not run when the graph raises or is cancelled"),
     "plan-ready": _m("absent"),
-    "post-apply": _m("absent"),
+    "post-apply": _m("observe-only", "AgentMiddleware.abefore_model / aafter_agent after the post-tool-calls"),
     "policy_precheck": _m("native", "AgentMiddleware.awrap_tool_call returning an error ToolMessage without calling the handler"),
     "tool_kinds": _m("absent", note="ToolNode runs every call of a response as its own concurrent Send task"),
     "concurrency_keys": _m("absent", note="no per-key or per-provider serialisation in ToolNode; config max_concurrency=1 (langgraph/pregel/_executor.py:143-146) when the scenario has an interactive tool"),
@@ -282,10 +284,23 @@ class LangChainAdapter:
 
         tracer = _tracer_class()()
         agent = self._build(scenario, doubles)
+        from langchain_core.callbacks import AsyncCallbackHandler
+        end_hooks = Hooks(scenario, doubles)
+
+        class EndOfRun(AsyncCallbackHandler):
+            """AUDIT2D: the root graph run's on_chain_error, which langgraph awaits (shielded) for
+            every exception, cancellation included (langgraph/pregel/main.py:3612-3614)."""
+
+            async def on_chain_error(self, error: BaseException, *, run_id: Any, parent_run_id: Any = None, **kw: Any) -> None:
+                import asyncio
+                if parent_run_id is None and isinstance(error, asyncio.CancelledError):
+                    await end_hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "cancelled"}, _turn.get())
+
+        end_handler = EndOfRun()
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             _turn.set(run.turn(session, index))
-            config: dict[str, Any] = {"configurable": {"thread_id": session.id}, "callbacks": [tracer]}
+            config: dict[str, Any] = {"configurable": {"thread_id": session.id}, "callbacks": [tracer, end_handler]}
             if any(t.kind == "interactive" for t in scenario.tools):
                 # interactive calls one at a time: the graph's own cap on concurrent tasks of a
                 # step (langgraph/pregel/_executor.py:143-146), so every call of the response waits its turn
@@ -356,6 +371,8 @@ class LangChainAdapter:
             return {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
 
         kinds = {t.name: t.kind for t in scenario.tools}
+        terminal = {t.name for t in scenario.tools if t.terminates_turn}
+        from langchain.agents.middleware import hook_config
 
         class ScenarioHooks(AgentMiddleware):
             """The scenario's hook points on langchain's middleware hooks."""
@@ -366,13 +383,46 @@ class LangChainAdapter:
                 await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
                 return None
 
+            async def _after_tools(self, state: Any) -> bool:
+                """AUDIT2D: post-tool-call for each call of the last response, then post-apply, once
+                the tools node's superstep has ended (the loop entry after it is before_model,
+                factory.py tools_to_model -> model_destination). True when a terminal tool ran."""
+                from langchain_core.messages import AIMessage as _AI
+                msgs = list(state.get("messages") or [])
+                last_ai = next((i for i in range(len(msgs) - 1, -1, -1) if isinstance(msgs[i], _AI) and msgs[i].tool_calls), None)
+                if last_ai is None or not msgs[last_ai].tool_calls:
+                    return False
+                done = _done_calls.setdefault(_turn.get()["session_id"], set())
+                results = {m.tool_call_id: m for m in msgs[last_ai + 1:] if isinstance(m, ToolMessage)}
+                calls = [c for c in msgs[last_ai].tool_calls if c.get("id") in results and c.get("id") not in done]
+                if not calls:
+                    return False
+                for c in calls:
+                    done.add(c["id"])
+                    m = results[c["id"]]
+                    await hooks.chain("post-tool-call", {"call": {"id": c["id"], "name": c["name"], "args": c.get("args")}, "result": {"content": _text(m.content), "is_error": m.status == "error"}}, _turn.get())
+                plan = {"items": [{"call_id": c["id"], "name": c["name"], "args": c.get("args"), "vetoed": False, "reason": None} for c in calls if kinds.get(c["name"]) == "resource"]}
+                await hooks.chain("post-apply", plan, _turn.get())
+                return any(c["name"] in terminal for c in calls)
+
+            @hook_config(can_jump_to=["end"])
+            async def abefore_model(self, state: Any, runtime: Any) -> Any:
+                if await self._after_tools(state):
+                    return {"jump_to": "end"}  # AUDIT2D: a terminal tool ran: DoneCheck success
+                return None
+
             async def aafter_agent(self, state: Any, runtime: Any) -> None:
+                await self._after_tools(state)
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
                 return None
 
             async def awrap_model_call(self, request: Any, handler: Any) -> Any:
                 turn = _turn.get()
                 budget = {}
+                from langgraph.config import get_config  # AUDIT2D: the graph's own step count and bound
+                cfg = get_config()
+                budget["steps_used"] = (cfg.get("metadata") or {}).get("langgraph_step")
+                budget["recursion_limit"] = cfg.get("recursion_limit")
                 if "run_model_call_count" in request.state:
                     budget["turns_used"] = request.state["run_model_call_count"]
                 assembled, replaced = await hooks.chain("context-assemble", {"history": history_of(request), "budget": budget}, turn)
@@ -420,12 +470,9 @@ class LangChainAdapter:
                     verdict = await doubles.policy_precheck(call, turn)
                     if not verdict.get("allow", True):
                         denied = ToolMessage(content=f"denied by policy: {verdict.get('reason')}", tool_call_id=call["id"], name=call["name"], status="error")
-                        await hooks.chain("post-tool-call", {"call": call, "result": {"content": denied.content, "is_error": True}}, turn)
                         return denied
                 _call_id.set(call["id"])
                 result = await handler(request)
-                if isinstance(result, ToolMessage):
-                    await hooks.chain("post-tool-call", {"call": call, "result": {"content": _text(result.content), "is_error": result.status == "error"}}, turn)
                 return result
 
         tools = [self._tool(t, doubles) for t in scenario.tools]

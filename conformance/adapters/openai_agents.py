@@ -63,6 +63,8 @@ from conformance.adapters._common import mapping, mapping_code, Hooks, Run, Sess
 from conformance.boundary.scenario import Scenario, ToolDef
 
 _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_oai_turn")
+_usage: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_oai_usage")  # AUDIT2D
+_calls: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_oai_calls")  # AUDIT2D
 
 
 def _version() -> str:
@@ -235,10 +237,10 @@ MECHANISMS: dict[str, Mechanism] = {
     "pre-model-call": _m("native", "RunConfig.call_model_input_filter", "replaces the input and instructions; the tool specs and params it cannot"),
     "post-model-response": _m("observe-only", "RunHooks.on_llm_end"),
     "pre-tool-call": _m("observe-only", "RunHooks.on_llm_end (every function call of the response, before any tool starts)"),
-    "post-tool-call": _m("observe-only", "RunHooks.on_tool_end"),
+    "post-tool-call": _m("observe-only", "Agent.tool_use_behavior callable (every FunctionToolResult of the response, after all ran)"),
     "session-end": _m("observe-only", "RunHooks.on_agent_end", "only when the agent produces a final output"),
     "plan-ready": _m("absent"),
-    "post-apply": _m("absent"),
+    "post-apply": _m("observe-only", "Agent.tool_use_behavior callable (after every function tool of the response)"),
     "policy_precheck": _m("native", "ToolInputGuardrail (reject_content)"),
     "tool_kinds": _m("absent"),
     "concurrency_keys": _m("absent", note="every function call of a response runs concurrently"),
@@ -275,6 +277,8 @@ class OpenAIAgentsAdapter:
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             _turn.set(run.turn(session, index))
+            _calls.set({})  # AUDIT2D
+            _usage.set({})  # AUDIT2D
             store = stores.get(session.id)
             if store is None:
                 store = stores[session.id] = SQLiteSession(session.id)
@@ -341,7 +345,11 @@ class OpenAIAgentsAdapter:
 
         def make_tool(tool: ToolDef) -> Any:
             async def invoke(ctx: Any, args_json: str) -> str:
-                out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": parse_args(args_json)}, _turn.get())
+                try:  # AUDIT2D: what @function_tool does by default (tool.py failure_error_function)
+                    out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": parse_args(args_json)}, _turn.get())
+                except Exception as exc:
+                    from agents.tool import default_tool_error_function
+                    return default_tool_error_function(ctx, exc)
                 return str(out.get("content", ""))
 
             guardrails = [ToolInputGuardrail(guardrail_function=policy_guardrail, name="policy")] if tool.kind in ("data_source", "interactive") else None
@@ -352,6 +360,7 @@ class OpenAIAgentsAdapter:
 
         class MappedHooks(RunHooks):
             async def on_agent_start(self, context: Any, agent: Any) -> None:
+                _usage.get()["usage"] = context.usage  # AUDIT2D: the run's live Usage (run_loop.py: AgentHookContext(usage=context_wrapper.usage))
                 await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
 
             async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
@@ -364,9 +373,10 @@ class OpenAIAgentsAdapter:
                 for item in response.output:
                     if getattr(item, "type", None) == "function_call":
                         call = {"id": item.call_id, "name": item.name, "args": parse_args(item.arguments)}
+                        _calls.get()[item.call_id] = call  # AUDIT2D
                         await hooks.chain("pre-tool-call", call, _turn.get())
 
-            async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            async def _unused_on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:  # AUDIT2D: moved to tool_use_behavior
                 call = {"id": getattr(context, "tool_call_id", None), "name": tool.name, "args": parse_args(getattr(context, "tool_arguments", None))}
                 await hooks.chain("post-tool-call", {"call": call, "result": {"content": str(result), "is_error": False}}, _turn.get())
 
@@ -375,13 +385,17 @@ class OpenAIAgentsAdapter:
             model call and returns the input the model is sent (run_internal/turn_preparation.py:55-80)."""
             md = data.model_data
             history = to_canonical(list(md.input))
+            assembled: dict[str, Any] = {"history": history}  # AUDIT2D: the context-assemble output, handed on
             if hooks.has("context-assemble"):
-                out, replaced = await hooks.chain("context-assemble", {"history": history}, _turn.get())
+                usage = _usage.get().get("usage")  # AUDIT2D: the kernel's own counters
+                budget = {"turns_used": usage.requests, "max_turns": scenario.bounds.max_turns, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage is not None else {}
+                out, replaced = await hooks.chain("context-assemble", {"history": history, "budget": budget}, _turn.get())
+                assembled = out if replaced and isinstance(out, dict) else {"history": history, "budget": budget}
                 if replaced and isinstance(out, dict):
                     history = out.get("history") or []
                     md = ModelInputData(input=from_canonical(history), instructions=md.instructions)
             if hooks.has("pre-model-call"):
-                payload = {"payload": {"history": history}, "tool_specs": specs(list(data.agent.tools)), "params": {}}
+                payload = {"payload": assembled, "tool_specs": specs(list(data.agent.tools)), "params": {}}
                 out, replaced = await hooks.chain("pre-model-call", payload, _turn.get())
                 if replaced and isinstance(out, dict):
                     new = (out.get("payload") or {}).get("history") or []
@@ -390,9 +404,31 @@ class OpenAIAgentsAdapter:
             return md
 
         terminal = [t.name for t in scenario.tools if t.terminates_turn]
+        resources = {t.name for t in scenario.tools if t.kind == "resource"}
+
+        async def after_tools(context: Any, results: list[Any]) -> Any:
+            """AUDIT2D: Agent.tool_use_behavior callable (agent.py:94-97), called once with every
+            FunctionToolResult of the response after all its function tools ran
+            (turn_resolution.py:797-798): post-tool-call per result, then post-apply."""
+            from agents.agent import ToolsToFinalOutputResult
+            calls = _calls.get()
+            done = []
+            for r in results:
+                raw = getattr(r.run_item, "raw_item", None)
+                cid = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
+                call = calls.get(cid) or {"id": cid, "name": r.tool.name, "args": {}}
+                done.append(call)
+                await hooks.chain("post-tool-call", {"call": call, "result": {"content": str(r.output), "is_error": False}}, _turn.get())
+            plan = {"items": [{"call_id": c["id"], "name": c["name"], "args": c["args"], "vetoed": False, "reason": None} for c in done if c["name"] in resources]}
+            await hooks.chain("post-apply", plan, _turn.get())
+            for r in results:
+                if r.tool.name in terminal:
+                    return ToolsToFinalOutputResult(is_final_output=True, final_output=r.output)
+            return ToolsToFinalOutputResult(is_final_output=False, final_output=None)
+
         agent = Agent(
             name="akc",
-            tool_use_behavior={"stop_at_tool_names": terminal} if terminal else "run_llm_again",
+            tool_use_behavior=after_tools,
             instructions=scenario.system_prompt,
             model=ScriptedModel(),
             model_settings=ModelSettings(),

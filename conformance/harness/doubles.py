@@ -366,6 +366,19 @@ class HarnessDoubles:
         """What had started and not finished (for a hang diagnostic)."""
         return list(self._in_flight.values())
 
+    async def settle_model_calls(self, limit_s: float) -> list[str]:
+        """The model calls still open once the kernel's run has returned, after waiting up to
+        ``limit_s`` for them to close. Over HTTP the harness learns that a kernel dropped a call
+        only when the connection closes, which may come after the run's result (a relaying
+        client, a pooled connection): the log is read once they have closed, so a cancelled
+        call's streamed text is in it. What stays open is the kernel's (it never dropped it)."""
+        if any(k.startswith("model:") for k in self._in_flight):
+            with anyio.move_on_after(limit_s):
+                while any(k.startswith("model:") for k in self._in_flight):
+                    await self._event("model_stream_closed").wait()
+                    self._events.pop("model_stream_closed", None)
+        return [v for k, v in self._in_flight.items() if k.startswith("model:")]
+
     @property
     def last_activity(self) -> float | None:
         return self.log.last_activity
@@ -495,6 +508,7 @@ class HarnessDoubles:
         finally:
             self._in_flight.pop(key, None)
             self.log.add("model_response", index=index, chunks=snapshot(sent), complete=complete)
+            self._event("model_stream_closed").set()
 
     # ----------------------------------------------------------------- tools
 

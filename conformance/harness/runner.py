@@ -50,6 +50,9 @@ BACKSTOP_GRACE_S = 3.0
 #: The loop's heartbeat period, and how long without a beat makes the loop "blocked".
 HEARTBEAT_S = 0.05
 BLOCKED_AFTER_S = 0.5
+#: How long, after the kernel's run returned, the harness waits for model calls still open to
+#: close before it reads the log (a dropped HTTP call is seen when its connection closes).
+SETTLE_S = 2.0
 
 
 def quiet_window(timeout_s: float) -> float:
@@ -88,6 +91,9 @@ class ScenarioRun:
     #: What the doubles still had in flight when the time ran out (a hang's model call, say),
     #: taken before the cancellation unwound it: a check blocked by that hang reads it.
     in_flight_at_timeout: list[str] = field(default_factory=list)
+    #: The model calls still open when the kernel's run had returned and SETTLE_S had passed:
+    #: calls the kernel never dropped (a check after a cancel is blocked by STOP-002 on them).
+    in_flight_at_end: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -281,6 +287,7 @@ async def run_scenario(
             served = host.open(doubles)
             tg.start_soon(watchdog, tg.cancel_scope)
             raw = await adapter.run(scenario, doubles)
+            run.in_flight_at_end = await doubles.settle_model_calls(min(SETTLE_S, max(0.0, limit_s - (time.perf_counter() - started))))
             tg.cancel_scope.cancel()
         _timed_out(run, snapshot)
     except anyio.get_cancelled_exc_class():

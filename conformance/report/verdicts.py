@@ -10,7 +10,8 @@ A requirement's verdict (for the profiles that were run and that the adapter cla
   incomplete → ``incomplete``; else all pass → ``pass``; no check at all → ``incomplete`` ("no
   check ran"). Blocked ranks above incomplete because it names what to fix first.
 * then the mechanism rule (:func:`mechanism_verdict`): a MUST NOT about a concept the adapter
-  declares ``absent`` is ``not-applicable`` (with the reason), never a pass nor a failure.
+  declares ``absent`` is ``not-applicable`` (with the reason), never a pass nor a failure; the
+  owner of a lacking mechanism fails on it, whatever its checks read (blocked, incomplete).
 
 One fault, one verdict: a check carries the requirement ids it is tagged with, and its failure
 may name its *subject* (``ConformanceFailure(subject=...)``): only the tagged ids in the subject
@@ -186,7 +187,11 @@ def mechanism_verdict(
 
     A MUST NOT whose every mechanism is declared ``absent`` (the kernel has no such concept, e.g.
     no ConcurrencySpec to declare for CONC-008) is ``not-applicable`` with that reason, unless a
-    check saw the kernel do what it forbids (``fail`` stays) or broke (``error`` stays)."""
+    check saw the kernel do what it forbids (``fail`` stays) or broke (``error`` stays).
+
+    A mandatory requirement that owns a lacking mechanism (``[owners]`` / ``[dispatch]`` of
+    mechanisms.toml) fails on it even where its checks were blocked or could not observe: the lack
+    is its own subject, counted there once and never handed on to another requirement."""
     if not mechanisms:
         return result
     deps = depends_on(result.id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest_bdd import parsers, then
 
-from conformance.errors import expect_equal
+from conformance.errors import Blocked, HarnessError, expect_equal
 from conformance.steps.common import ScenarioContext
 from conformance.steps.turn import turn_events
 
@@ -17,3 +17,19 @@ def then_turn_model_calls(akc: ScenarioContext, k: str, n: str) -> None:
     calls = turn_events(akc, int(k), "model_request")
     expect_equal(f"model calls of the turn of message {k}", int(n), len(calls))
     akc.evidence.saw(f"the turn of message {k} made {n} model calls")
+
+
+@then(parsers.re(r"user message (?P<k>\d+) made no model call past max_iterations$"))
+def then_turn_within_budget(akc: ScenarioContext, k: str) -> None:
+    """Precondition of a check on a later turn's budget: the turn that ran out of iterations made
+    at most max_iterations model calls. More (a summary or grace call after the budget is spent)
+    is BUDGET-001's subject, and it shifts the model's script under the later turn: a check on
+    that turn is blocked by BUDGET-001, not failed (one fault, one verdict)."""
+    cap = akc.scenario.bounds.max_iterations
+    if cap is None:
+        raise HarnessError("a max_iterations precondition in a scenario without max_iterations")
+    akc.require_kernel_ran()
+    calls = turn_events(akc, int(k), "model_request")
+    if len(calls) > cap:
+        raise Blocked("BUDGET-001", f"the turn of message {k} made {len(calls)} model calls under max_iterations = {cap}")
+    akc.evidence.saw(f"the turn of message {k} made {len(calls)} model calls under max_iterations = {cap}")

@@ -240,6 +240,8 @@ class ScenarioContext:
         if run.timed_out:
             self.block_on_uncancelled_model_call(run)
             raise ConformanceFailure(run.diagnostic or "the kernel hung", raw=True)
+        if run.in_flight_at_end:
+            self.block_on_uncancelled_model_call(run)
         not_offered(run, self.requirement_ids)
         for e in self.events("rendezvous_timeout"):
             others = " and ".join(e["missing"])
@@ -482,6 +484,8 @@ class ScenarioContext:
         flying = [f for f in run.in_flight_at_timeout if f.startswith("model call")]
         if flying:
             raise Blocked(STOP_MODEL_CALL, f"after the cancel the kernel went on waiting for {flying[0]} until the timeout")
+        if run.in_flight_at_end:
+            raise Blocked(STOP_MODEL_CALL, f"after the cancel the kernel's run returned with {run.in_flight_at_end[0]} still open")
 
     def require_points_dispatched(self, points: Iterable[str]) -> None:
         """Precondition of a check on hook points: each point it needs was dispatched at least once

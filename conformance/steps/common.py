@@ -18,7 +18,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
-from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject
+from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject, owner_of
 from conformance.errors import (
     AdapterError,
     Blocked,
@@ -459,6 +459,21 @@ class ScenarioContext:
             return
         raise Blocked(by, f"the run did not end at {end}: the model was asked {len(extra)} times past its script")
 
+    def require_answer_ended_run(self) -> None:
+        """Precondition of a check on a run's model calls (kernel profile): the run ended at the
+        script's closing answer without tool calls. A kernel that went on asking the model past the
+        script did not end there, which is DONE-001's subject (an answer without tool calls ends
+        the loop; its own scenarios include a later turn's answer): the check is blocked by it, not
+        failed again (smolagents failed LOOP-013 and LOOP-004 on the calls after "done"). A script
+        closing otherwise (tool calls, an error, a terminal tool, a doom loop) is not judged here;
+        nor, through :meth:`require_run_ended_as_scripted`, a bound or a cancel."""
+        last = self.scenario.model.responses[-1:]
+        if self.profile != "kernel" or not last or last[0].tool_calls or last[0].error is not None:
+            return
+        if any(t.terminates_turn for t in self.scenario.tools) or self.scenario.doom_loop.threshold is not None:
+            return
+        self.require_run_ended_as_scripted()
+
     def block_on_uncancelled_model_call(self, run: ScenarioRun) -> None:
         """Precondition of a check after a cancel: the kernel stopped the model call in flight.
         A run that hung after the cancel on a model call still streaming is STOP-002's subject
@@ -493,6 +508,24 @@ class ScenarioContext:
             by = blocker_for_missing_point(point, self.requirement_ids)
             if by is not None:
                 raise Blocked(by, f"{point} was never dispatched in this run (declared {self._declared(point)})")
+
+    def block_on_lacking_mechanism(self, mechanism: str, what: str) -> None:
+        """Precondition of a check whose failure needs a mechanism (not a hook point) that is
+        another requirement's subject (mechanisms.toml [owners]): the adapter declares the kernel
+        without it (any kind but native; a mechanism its table leaves out is absent), so ``what``
+        went wrong for want of it. Unless the check is about it, it is blocked by that owner: the
+        missing mechanism is counted once, there. Called where the check fails, never before: a
+        kernel that meets the check another way (calls run one at a time) still passes it. Without
+        a mechanism table the check judges it itself."""
+        table = self.info.mechanisms or {}
+        if not table:
+            return
+        m = table.get(mechanism)
+        kind = "absent" if m is None else m.kind
+        owner = owner_of(mechanism, [self.profile])
+        if kind == "native" or owner is None or owner in self.requirement_ids:
+            return
+        raise Blocked(owner, f"{what}; the kernel has no {mechanism} (declared {kind}), {owner}'s subject")
 
     def _declared(self, point: str) -> str:
         m = (self.info.mechanisms or {}).get(point)
@@ -938,6 +971,8 @@ def then_model_called(akc: ScenarioContext, n: str) -> None:
     if int(n) == 0:
         seen = list(akc.result.outcomes) + ([akc.result.rejected] if akc.result.rejected else [])
         akc.evidence.require("an outcome or a rejection for the scenario", seen)
+    if len(akc.model_requests()) > int(n):
+        akc.require_answer_ended_run()  # calls past the closing answer: DONE-001's, unless tagged
     expect_equal("model calls", int(n), len(akc.model_requests()))
     akc.evidence.saw(f"{n} model calls")
 

@@ -33,3 +33,22 @@ def test_conc_007_without_tool_kinds_is_blocked_by_loop_008_whatever_its_check_s
     assert out.verdict == "blocked" and out.blocked_by == ["LOOP-008"], out
     native = mechanism_verdict(_result("CONC-007", verdict), {"tool_kinds": Mechanism(kind="native")})
     assert native.verdict == verdict
+
+
+# --------------------------------------------------------------------------- [replace]
+
+
+def test_a_chain_rule_on_an_observe_only_point_is_blocked_by_the_replacement_requirement() -> None:
+    """openai-agents: on_llm_end is observe-only. LOOP-014's chains ran right (each hook got the
+    previous one's output); that the kernel ignores the last replacement is LOOP-005's subject."""
+    mech = {
+        "context-assemble": Mechanism(kind="native"),
+        "pre-model-call": Mechanism(kind="native"),
+        "post-model-response": Mechanism(kind="observe-only", via="RunHooks.on_llm_end"),
+    }
+    out = mechanism_verdict(_result("LOOP-014"), mech)
+    assert out.verdict == "blocked" and out.blocked_by == ["LOOP-005"], out
+    assert mechanism_verdict(_result("LOOP-005", "fail"), mech).verdict == "fail"  # its own subject
+    assert mechanism_verdict(_result("LOOP-004"), mech).verdict == "pass"  # the dispatch only watches
+    absent = mech | {"post-model-response": Mechanism(kind="absent")}
+    assert mechanism_verdict(_result("LOOP-014"), absent).blocked_by == ["LOOP-004"]  # never dispatched

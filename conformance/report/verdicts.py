@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.catalog.mechanisms import depends_on, owner_of
+from conformance.catalog.mechanisms import depends_on, owner_of, replace_subject
 from conformance.report.model import Report, UNPROVEN, VERDICTS, CheckResult, RequirementResult, UntestableEntry
 
 GATING_LEVELS = ("MUST", "MUST NOT")
@@ -248,6 +248,10 @@ def _blocker(mechanism: str, kind: str, result: RequirementResult) -> str | None
         return None
     watches = any(d.name == mechanism and d.observe for d in depends_on(owner))
     owner_lacks = kind != "native" and not (watches and kind == "observe-only")
+    if not owner_lacks and kind == "observe-only":
+        # dispatched but not acted on: the replacement's requirement answers for it, if it has one
+        owner = replace_subject(mechanism)
+        return owner if owner not in (None, result.id) else None
     return owner if owner_lacks else None
 
 

@@ -52,3 +52,40 @@ def test_a_chain_rule_on_an_observe_only_point_is_blocked_by_the_replacement_req
     assert mechanism_verdict(_result("LOOP-004"), mech).verdict == "pass"  # the dispatch only watches
     absent = mech | {"post-model-response": Mechanism(kind="absent")}
     assert mechanism_verdict(_result("LOOP-014"), absent).blocked_by == ["LOOP-004"]  # never dispatched
+
+
+# --------------------------------------------------------------------------- TOOL-003
+
+_TOOLS = [SimpleNamespace(name="write", kind="resource"), SimpleNamespace(name="read", kind="data_source"), SimpleNamespace(name="ask", kind="interactive")]
+_CALLS = [{"id": "w1", "name": "write"}, {"id": "r1", "name": "read"}, {"id": "q1", "name": "ask"}, {"id": "r2", "name": "read"}]
+
+
+def _ctx(observed: list[str], tool_kinds: str, ids: tuple[str, ...] = ("TOOL-003",)) -> Any:
+    ns = SimpleNamespace(
+        profile="kernel", requirement_ids=list(ids), scenario=SimpleNamespace(tools=_TOOLS),
+        info=SimpleNamespace(mechanisms={"tool_kinds": Mechanism(kind=tool_kinds)}),  # type: ignore[arg-type]
+        evidence=SimpleNamespace(require=lambda what, found: found, saw=lambda what: None),
+        latest_tool_result_ids=lambda k: observed, accepts=lambda reading: {"request-order", "grouped-by-kind"},
+    )
+    ns.block_on_lacking_mechanism = lambda m, what: ScenarioContext.block_on_lacking_mechanism(ns, m, what)
+    return ns
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(loop, "turn_message", lambda akc, k: {"role": "assistant", "tool_calls": _CALLS})
+    return "w1, r1, q1, r2"
+
+
+def test_results_grouped_without_interactive_apart_are_blocked_by_tool_kinds(asked: str) -> None:
+    """openai-agents with its approval gate: the calls it ran first, in call order, then the
+    approved resource call — 003's grouping but for telling data-source from interactive."""
+    with pytest.raises(Blocked) as caught:
+        conc.conc_then_result_order(_ctx(["r1", "q1", "r2", "w1"], "absent"), "2", asked)
+    assert caught.value.by == ["LOOP-008"]
+    for observed, kinds in ((["r1", "q1", "r2", "w1"], "native"), (["r2", "r1", "q1", "w1"], "absent")):
+        with pytest.raises(ConformanceFailure):  # a kernel with kinds, or the finish order: fails
+            conc.conc_then_result_order(_ctx(observed, kinds), "2", asked)
+    with pytest.raises(ConformanceFailure):  # LOOP-008's own check judges it
+        conc.conc_then_result_order(_ctx(["r1", "q1", "r2", "w1"], "absent", ("TOOL-003", "LOOP-008")), "2", asked)
+    conc.conc_then_result_order(_ctx(["r1", "r2", "q1", "w1"], "absent"), "2", asked)  # 003's grouping passes

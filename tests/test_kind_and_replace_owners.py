@@ -89,3 +89,24 @@ def test_results_grouped_without_interactive_apart_are_blocked_by_tool_kinds(ask
     with pytest.raises(ConformanceFailure):  # LOOP-008's own check judges it
         conc.conc_then_result_order(_ctx(["r1", "q1", "r2", "w1"], "absent", ("TOOL-003", "LOOP-008")), "2", asked)
     conc.conc_then_result_order(_ctx(["r1", "r2", "q1", "w1"], "absent"), "2", asked)  # 003's grouping passes
+
+
+# --------------------------------------------------------------------------- chains of blocks
+
+
+def test_a_requirement_blocked_by_a_blocked_one_names_the_root() -> None:
+    """Blocks elsewhere name CONC-007 (two interactive calls ran together); on a kernel without
+    tool kinds CONC-007 is itself blocked by LOOP-008, which is the fault to fix."""
+    from conformance.report.verdicts import root_blockers
+
+    def blocked(rid: str, *by: str) -> RequirementResult:
+        return RequirementResult(id=rid, level="MUST", verdict="blocked", blocked_by=list(by), message=f"blocked by {', '.join(by)}: x", checks=[])  # type: ignore[arg-type]
+
+    fail = RequirementResult(id="LOOP-008", level="MUST", verdict="fail", checks=[])  # type: ignore[arg-type]
+    out = {r.id: r for r in root_blockers([blocked("CONC-008", "CONC-007"), blocked("CONC-007", "LOOP-008"), fail])}
+    assert out["CONC-008"].blocked_by == ["LOOP-008"] and "CONC-007 blocked in turn by LOOP-008" in (out["CONC-008"].message or "")
+    assert out["CONC-007"].blocked_by == ["LOOP-008"] and out["LOOP-008"].verdict == "fail"
+    cycle = {r.id: r for r in root_blockers([blocked("A-001", "B-001"), blocked("B-001", "A-001")])}
+    assert cycle["A-001"].blocked_by == ["B-001"] and cycle["B-001"].blocked_by == ["A-001"]  # left as it is
+    alone = root_blockers([blocked("CONC-008", "CONC-007")])  # the blocker not judged in this run
+    assert alone[0].blocked_by == ["CONC-007"]

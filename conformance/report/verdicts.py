@@ -15,7 +15,8 @@ A requirement's verdict (for the profiles that were run and that the adapter cla
 One fault, one verdict: a check carries the requirement ids it is tagged with, and its failure
 may name its *subject* (``ConformanceFailure(subject=...)``): only the tagged ids in the subject
 fail, the others are ``blocked`` by them. A ``Blocked(by=X)`` check is ``blocked`` for every tagged
-id but X; X itself (when tagged) fails, the unmet precondition being its own subject.
+id but X; X itself (when tagged) fails, the unmet precondition being its own subject. A requirement
+blocked by one that is itself blocked names the root (:func:`root_blockers`).
 
 Exit codes: 0 conformant; 1 a gating requirement failed (MUST, MUST NOT, gating DESCRIBED; with
 ``strict`` also SHOULD and MAY); 2 usage error (decided before any run); 3 blocked, incomplete or

@@ -94,6 +94,29 @@ class Hooks:
                 payload, replaced = out.get("payload"), True
         return payload, replaced
 
+    async def plan_ready(self, plan: JSON, turn: JSON) -> JSON:
+        """The plan-ready veto chain (docs/adapter.md): a ``veto`` marks its ``call_ids`` vetoed with
+        its reason, a ``replace`` swaps the plan; each hook gets the plan the one before left."""
+        for hook_id in self.by_point.get("plan-ready", []):
+            out = await self.doubles.dispatch_hook(hook_id, "plan-ready", plan, turn)
+            if isinstance(out, dict) and out.get("kind") == "replace" and isinstance(out.get("payload"), dict):
+                plan = out["payload"]
+            elif isinstance(out, dict) and out.get("kind") == "veto":
+                vetoed = set(out.get("call_ids") or [])
+                items = [{**i, "vetoed": True, "reason": out.get("reason")} if i.get("call_id") in vetoed else i for i in plan.get("items", [])]
+                plan = {**plan, "items": items}
+        return plan
+
+    @staticmethod
+    def decisions(plan: JSON) -> dict[Any, str | None]:
+        """call id → None (apply it) or the reason it is not applied, for every item of a plan
+        left by :meth:`plan_ready`; a call the chain removed from the plan is not applied."""
+        out: dict[Any, str | None] = {}
+        for item in plan.get("items") or []:
+            if isinstance(item, dict):
+                out[item.get("call_id")] = (item.get("reason") or "vetoed") if item.get("vetoed") else None
+        return out
+
 
 @mapping_code
 def parse_args(raw: Any) -> Any:

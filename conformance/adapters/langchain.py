@@ -14,25 +14,40 @@ one scenario session share the graph's ``InMemorySaver`` checkpointer thread (it
 
 What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
 
-* ``session-start`` → ``before_agent``; ``session-end`` → ``after_agent`` (not run when the graph
-  raises or is cancelled).
+* ``session-start`` → ``before_agent``; ``session-end`` → ``after_agent``, a node the graph does
+  not reach when it raises or is cancelled: then the end of the root graph run, which langgraph
+  reports to the run's callbacks on every exit (``on_chain_error``, awaited shielded,
+  ``langgraph/pregel/main.py:3612-3614``), and session-end is dispatched as the cancel or the error
+  leaves ``ainvoke`` (or the host's plan decision between two graph runs).
 * ``context-assemble`` and ``pre-model-call`` → ``awrap_model_call``: both chains run before the
   handler; a replaced history / request is passed on with ``ModelRequest.override`` and is what the
   model gets (the handler calls the model with the request's messages, system message and tools:
-  ``factory.py:1554-1568``). ``budget.turns_used`` is ``ModelCallLimitMiddleware``'s ``run_model_call_count``
-  (present when a turn bound is set; the framework counts nothing otherwise).
+  ``factory.py:1554-1568``). The budget is the graph's own count and bound: the node's superstep
+  ``langgraph_step`` and ``recursion_limit`` from ``langgraph.config.get_config()``
+  (``langgraph/pregel/_algo.py:656``, ``langgraph/runtime.py:131-135``), and
+  ``ModelCallLimitMiddleware``'s ``run_model_call_count`` as ``turns_used`` when a turn bound is set.
 * ``post-model-response`` → the same ``awrap_model_call`` after the handler: a replaced message is
   returned as the ``ModelResponse``, so it is what is stored and routed on.
 * ``pre-tool-call`` → ``aafter_model``, which sees the response before any of its calls is sent
   to the tools node (``middleware/types.py:481-500``; the place langchain's own
   ``HumanInTheLoopMiddleware`` reviews every call, ``middleware/human_in_the_loop.py:764, 867``):
-  dispatched for every call of the response in order. ``post-tool-call`` → ``awrap_tool_call``
-  after the handler, per call; each call of a response is its own ``Send`` task
-  (``factory.py:2032``), all in one superstep.
+  dispatched for every call of the response in order. Each call of a response is its own ``Send``
+  task (``factory.py:2032``), all in one superstep. ``post-tool-call`` and ``post-apply`` → the
+  point after that superstep: the loop's next ``before_model`` (``tools_to_model``,
+  ``factory.py:2072-2110``) or ``after_agent``, for each ``ToolMessage`` answering the last
+  response (observe-only there: the results are stored).
+* ``plan-ready`` → langgraph's human-in-the-loop ``interrupt()``, raised in ``awrap_tool_call`` for
+  each resource call: those tasks pause while the superstep's other calls run to their end; the
+  run returns the interrupts (the plan), the veto chain decides, and
+  ``ainvoke(Command(resume={interrupt id: decision}))`` re-runs only the paused calls (a vetoed one
+  returns an error ``ToolMessage`` "Vetoed: <reason>" without the tool). A turn without resource
+  calls gets plan-ready with an empty plan at the point after its tools.
 * The policy precheck → the same ``awrap_tool_call``: a denied data-source or interactive call
   returns an error ``ToolMessage`` without calling the handler (the documented short-circuit).
-* ``terminates_turn`` → ``StructuredTool(return_direct=True)``: the loop ends after the tools node
-  only when every executed call was return_direct (``factory.py:2086-2099``): DONE-004 fails.
+* ``terminates_turn`` → ``StructuredTool(return_direct=True)`` (the loop ends after the tools node
+  when every executed call was return_direct, ``factory.py:2086-2099``), and langchain's documented
+  early exit for the rest: ``before_model`` with ``@hook_config(can_jump_to=["end"])`` returns
+  ``{"jump_to": "end"}`` once a terminal tool's result is in (``middleware/types.py:881-911``).
 * ``max_turns`` → ``ModelCallLimitMiddleware(run_limit=N)`` (default ``exit_behavior="end"``):
   before call N+1 it jumps to the end with its own ``AIMessage`` "Model call limits exceeded: ..."
   (``middleware/model_call_limit.py:131, 185-208``): the N-th turn's tools run (BOUND-002 passes), no
@@ -43,12 +58,12 @@ What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
   runs are model-call spans, ``tool`` runs tool spans, the root graph run the session; the
   graph's node runs are ``other``.
 * Cancellation → the host cancels the task awaiting ``ainvoke``.
-* Interactive tools one at a time → the run config's ``max_concurrency=1`` (a semaphore over the
-  step's tasks, ``langgraph/pregel/_executor.py:143-146``) when the scenario has one: every call of
-  the response then runs one at a time, data-source calls too (no per-tool setting exists).
+* Tool concurrency: langgraph's default, every ``Send`` of the superstep at once. Its only cap,
+  the run config's ``max_concurrency`` (``langgraph/pregel/_executor.py:143-146``), is for every
+  task alike; a tool has no kind, so interactive calls cannot be kept apart from the others (LOOP-008).
 
-What does not exist in langchain/langgraph, so is absent: ``plan-ready`` and ``post-apply`` (no
-plan/apply gate), tool kinds and concurrency keys (ToolNode runs every call of a response as a
+What does not exist in langchain/langgraph, so is absent: a span for the plan decision (the veto
+chain runs between two graph runs), tool kinds and concurrency keys (ToolNode runs every call of a response as a
 concurrent ``Send``), a final tool-less turn when a bound fires, a doom-loop detector, a cost or
 wall-clock bound (``Pregel.step_timeout`` bounds one superstep, not a run), cost from a model's
 pricing (``AIMessage.usage_metadata`` has tokens only), TurnInfo and tags. Sub-agents are not
@@ -57,6 +72,7 @@ wired (an agent can be wrapped as a tool; the adapter does not map child agents 
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import uuid
 from importlib import metadata
@@ -72,6 +88,8 @@ _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_lc_t
 #: The id of the call being run: set in awrap_tool_call, read by the tool (a JSON-schema tool
 #: has no injected-argument slot for it).
 _call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("akc_lc_call", default=None)
+#: Per user message: what langchain has signalled (the root graph run ended, after_agent ran).
+_state: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_lc_state")
 
 #: The text ModelCallLimitMiddleware ends a run with (middleware/model_call_limit.py:55, 206).
 LIMIT_MESSAGE = "Model call limits exceeded"
@@ -248,13 +266,13 @@ MECHANISMS: dict[str, Mechanism] = {
     "pre-model-call": _m("native", "AgentMiddleware.awrap_model_call (ModelRequest.override)"),
     "post-model-response": _m("native", "AgentMiddleware.awrap_model_call (the returned ModelResponse)"),
     "pre-tool-call": _m("native", "AgentMiddleware.aafter_model (every tool call of the response, before any is sent)"),
-    "post-tool-call": _m("native", "AgentMiddleware.awrap_tool_call (after the handler)"),
-    "session-end": _m("native", "AgentMiddleware.after_agent", "not run when the graph raises or is cancelled"),
-    "plan-ready": _m("absent"),
-    "post-apply": _m("absent"),
+    "post-tool-call": _m("observe-only", "AgentMiddleware.abefore_model / aafter_agent after the tools node's superstep"),
+    "session-end": _m("native", "AgentMiddleware.after_agent; on a cancel or a raise, the root run's on_chain_error"),
+    "plan-ready": _m("native", "langgraph.types.interrupt() in awrap_tool_call for resource calls; Command(resume=) per call"),
+    "post-apply": _m("observe-only", "AgentMiddleware.abefore_model / aafter_agent after the post-tool-calls"),
     "policy_precheck": _m("native", "AgentMiddleware.awrap_tool_call returning an error ToolMessage without calling the handler"),
     "tool_kinds": _m("absent", note="ToolNode runs every call of a response as its own concurrent Send task"),
-    "concurrency_keys": _m("absent", note="no per-key or per-provider serialisation in ToolNode; config max_concurrency=1 (langgraph/pregel/_executor.py:143-146) when the scenario has an interactive tool"),
+    "concurrency_keys": _m("absent", note="no per-key or per-provider serialisation in ToolNode; the config's max_concurrency (langgraph/pregel/_executor.py:143-146) caps every task alike"),
     "terminal_tool": _m("native", "BaseTool.return_direct", "ends the loop only when every executed call of the response is return_direct (factory.py:2086-2099)"),
     "max_turns": _m("native", "ModelCallLimitMiddleware(run_limit=), exit_behavior='end'"),
     "final_turn": _m("absent", note="ModelCallLimitMiddleware jumps to the end with its own AIMessage; no model call without tools"),
@@ -280,18 +298,57 @@ class LangChainAdapter:
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
         from langchain_core.messages import AIMessage, HumanMessage
 
+        from langchain_core.callbacks import AsyncCallbackHandler
+        from langgraph.types import Command
+
         tracer = _tracer_class()()
-        agent = self._build(scenario, doubles)
+        agent, hooks, plans = self._build(scenario, doubles)
+
+        class RootRunEnds(AsyncCallbackHandler):
+            """The end of the root graph run, which langgraph reports to the run's callbacks on
+            every exit: ``on_chain_end``, or ``on_chain_error`` for an error or a cancellation,
+            awaited shielded (langgraph/pregel/main.py:3612-3614). A run ending there never
+            reached after_agent: its session-end is dispatched from here."""
+
+            async def on_chain_end(self, outputs: Any, *, run_id: Any, parent_run_id: Any = None, **kw: Any) -> None:
+                if parent_run_id is None and (state := _state.get(None)) is not None:
+                    state["run_ended"] = True  # returned: done, or holding the plan's calls
+
+            async def on_chain_error(self, error: BaseException, *, run_id: Any, parent_run_id: Any = None, **kw: Any) -> None:
+                state = _state.get(None)
+                if parent_run_id is None and state is not None and not state.get("session_end"):
+                    state["session_end"] = True
+                    subtype = "cancelled" if isinstance(error, asyncio.CancelledError) else "error"
+                    await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": subtype}, _turn.get())
+
+        ends = RootRunEnds()
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
-            _turn.set(run.turn(session, index))
-            config: dict[str, Any] = {"configurable": {"thread_id": session.id}, "callbacks": [tracer]}
-            if any(t.kind == "interactive" for t in scenario.tools):
-                # interactive calls one at a time: the graph's own cap on concurrent tasks of a
-                # step (langgraph/pregel/_executor.py:143-146), so every call of the response waits its turn
-                config["max_concurrency"] = 1
+            turn = run.turn(session, index)
+            _turn.set(turn)
+            state: dict[str, Any] = {"run_ended": False}
+            _state.set(state)
+            config: dict[str, Any] = {"configurable": {"thread_id": session.id}, "callbacks": [tracer, ends]}
             try:
                 result = await agent.ainvoke({"messages": [HumanMessage(content=text)]}, config)
+                while pending := await _plan_interrupts(agent, config):
+                    # plan-ready: the resource calls paused at interrupt() while the superstep's other
+                    # calls ran to their end (a GraphInterrupt stops no sibling task, pregel/_runner.py:625-650)
+                    plan = await hooks.plan_ready({"items": [{**i.value["akc_plan_item"], "vetoed": False, "reason": None} for i in pending]}, turn)
+                    plans[session.id] = plan
+                    decided = Hooks.decisions(plan)
+                    await anyio.lowlevel.checkpoint()  # a cancel during the decision lands here, between two graph runs
+                    resume = {i.id: decided.get(i.value["akc_plan_item"]["call_id"], "removed from the plan") for i in pending}
+                    state["run_ended"] = False
+                    result = await agent.ainvoke(Command(resume=resume), config)
+            except BaseException as exc:
+                # between two graph runs (the host deciding the plan): the last one had ended
+                if state["run_ended"] and not state.get("session_end"):
+                    state["session_end"] = True
+                    subtype = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "error"
+                    with anyio.CancelScope(shield=True):
+                        await hooks.chain("session-end", {"session_id": turn["session_id"], "subtype": subtype}, turn)
+                raise
             finally:
                 # what the checkpointer holds, also after a cancellation or an error
                 with anyio.CancelScope(shield=True):
@@ -308,7 +365,7 @@ class LangChainAdapter:
         result.spans = tracer.spans()
         return result
 
-    def _build(self, scenario: Scenario, doubles: Doubles) -> Any:
+    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, Hooks, dict[str, Any]]:
         from langchain.agents import create_agent
         from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
         from langchain.agents.middleware.types import ModelResponse
@@ -316,7 +373,10 @@ class LangChainAdapter:
         from langchain_core.messages import SystemMessage, ToolMessage
         from langchain_core.outputs import ChatGeneration, ChatResult
         from langchain_core.utils.function_calling import convert_to_openai_tool
+        from langchain.agents.middleware import hook_config
         from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.config import get_config
+        from langgraph.types import interrupt
 
         hooks = Hooks(scenario, doubles)
 
@@ -356,6 +416,11 @@ class LangChainAdapter:
             return {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
 
         kinds = {t.name: t.kind for t in scenario.tools}
+        terminal = {t.name for t in scenario.tools if t.terminates_turn}
+        #: per session: the plan the veto chain left for the turn in progress, and the call ids
+        #: whose post-tool-call was dispatched (a thread's messages carry over between runs)
+        plans: dict[str, Any] = {}
+        posted: dict[str, set[str]] = {}
 
         class ScenarioHooks(AgentMiddleware):
             """The scenario's hook points on langchain's middleware hooks."""
@@ -366,13 +431,48 @@ class LangChainAdapter:
                 await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
                 return None
 
+            async def _after_tools(self, state: Any) -> bool:
+                """post-tool-call for each call of the last response, then post-apply with the plan
+                the veto chain left, once the tools node's superstep has ended: the loop goes back
+                to before_model from there (factory.py:2072-2110, 1728-1731), or to after_agent when
+                the run ends after the tools. A turn without resource calls had no interrupt, so its
+                plan-ready (an empty plan) is dispatched here first. True when a terminal tool ran."""
+                turn = _turn.get()
+                messages = list(state.get("messages") or [])
+                last = next((i for i in range(len(messages) - 1, -1, -1) if getattr(messages[i], "tool_calls", None)), None)
+                if last is None:
+                    return False
+                results = {m.tool_call_id: m for m in messages[last + 1:] if isinstance(m, ToolMessage)}
+                done = posted.setdefault(turn["session_id"], set())
+                calls = [c for c in messages[last].tool_calls if c.get("id") in results and c.get("id") not in done]
+                if not calls:
+                    return False
+                if not any(kinds.get(c["name"]) == "resource" for c in calls):
+                    plans[turn["session_id"]] = await hooks.plan_ready({"items": []}, turn)
+                for c in calls:
+                    done.add(c["id"])
+                    m = results[c["id"]]
+                    result = {"content": _text(m.content), "is_error": m.status == "error"}
+                    await hooks.chain("post-tool-call", {"call": {"id": c["id"], "name": c["name"], "args": c.get("args")}, "result": result}, turn)
+                await hooks.chain("post-apply", plans.pop(turn["session_id"], None) or {"items": []}, turn)
+                return any(c["name"] in terminal for c in calls)
+
+            @hook_config(can_jump_to=["end"])
+            async def abefore_model(self, state: Any, runtime: Any) -> Any:
+                if await self._after_tools(state):
+                    return {"jump_to": "end"}  # langchain's documented early exit (middleware/types.py:881-911)
+                return None
+
             async def aafter_agent(self, state: Any, runtime: Any) -> None:
+                await self._after_tools(state)
+                _state.get()["session_end"] = True
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
                 return None
 
             async def awrap_model_call(self, request: Any, handler: Any) -> Any:
                 turn = _turn.get()
-                budget = {}
+                config = get_config()  # the graph's own superstep count and bound (langgraph/runtime.py:131-135)
+                budget = {"steps_used": (config.get("metadata") or {}).get("langgraph_step"), "recursion_limit": config.get("recursion_limit")}
                 if "run_model_call_count" in request.state:
                     budget["turns_used"] = request.state["run_model_call_count"]
                 assembled, replaced = await hooks.chain("context-assemble", {"history": history_of(request), "budget": budget}, turn)
@@ -416,27 +516,28 @@ class LangChainAdapter:
             async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
                 turn = _turn.get()
                 call = tool_call_of(request)
+                if kinds.get(call["name"]) == "resource":
+                    # held for the plan-ready chain; resumed with None (apply) or the veto's reason
+                    vetoed = interrupt({"akc_plan_item": {"call_id": call["id"], "name": call["name"], "args": call["args"]}})
+                    if vetoed is not None:
+                        return ToolMessage(content=f"Vetoed: {vetoed}", tool_call_id=call["id"], name=call["name"], status="error")
                 if kinds.get(call["name"]) in ("data_source", "interactive"):
                     verdict = await doubles.policy_precheck(call, turn)
                     if not verdict.get("allow", True):
-                        denied = ToolMessage(content=f"denied by policy: {verdict.get('reason')}", tool_call_id=call["id"], name=call["name"], status="error")
-                        await hooks.chain("post-tool-call", {"call": call, "result": {"content": denied.content, "is_error": True}}, turn)
-                        return denied
+                        return ToolMessage(content=f"denied by policy: {verdict.get('reason')}", tool_call_id=call["id"], name=call["name"], status="error")
                 _call_id.set(call["id"])
-                result = await handler(request)
-                if isinstance(result, ToolMessage):
-                    await hooks.chain("post-tool-call", {"call": call, "result": {"content": _text(result.content), "is_error": result.status == "error"}}, turn)
-                return result
+                return await handler(request)
 
         tools = [self._tool(t, doubles) for t in scenario.tools]
         middleware: list[Any] = []
         if scenario.bounds.max_turns is not None:
             middleware.append(ModelCallLimitMiddleware(run_limit=scenario.bounds.max_turns))
         middleware.append(ScenarioHooks())
-        return create_agent(
+        agent = create_agent(
             ScriptedChatModel(), tools=tools, system_prompt=scenario.system_prompt or None,
             middleware=middleware, checkpointer=InMemorySaver(), name="akc",
         )
+        return agent, hooks, plans
 
     @staticmethod
     def _tool(tool: ToolDef, doubles: Doubles) -> Any:
@@ -455,6 +556,12 @@ class LangChainAdapter:
             name=tool.name, description=tool.description or tool.name, args_schema=tool.input_schema,
             coroutine=invoke, handle_tool_error=True, return_direct=tool.terminates_turn,
         )
+
+
+async def _plan_interrupts(agent: Any, config: dict[str, Any]) -> list[Any]:
+    """The interrupts a graph run left pending for the plan-ready chain (one per held resource call)."""
+    snapshot = await agent.aget_state(config)
+    return [i for i in snapshot.interrupts or () if isinstance(i.value, dict) and "akc_plan_item" in i.value]
 
 
 def factory() -> LangChainAdapter:

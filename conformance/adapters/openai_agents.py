@@ -11,21 +11,38 @@ is a ``FunctionTool`` (the scenario's JSON schema, ``strict_json_schema=False``)
 
 What maps to what:
 
-* ``session-start`` → ``RunHooks.on_agent_start`` (one agent: once per run); ``session-end`` →
-  ``RunHooks.on_agent_end`` (only when the agent produces a final output).
-* ``context-assemble`` → ``RunConfig.call_model_input_filter`` (payload ``{"history"}``: the SDK
-  hands the filter no turn count, cost or time); a replaced history is converted back and sent.
-* ``pre-model-call`` → the same filter, after context-assemble: it returns the input and
+* ``session-start`` → ``RunHooks.on_agent_start`` (once per user message: a run resumed after
+  approvals starts the agent again); ``session-end`` → ``RunHooks.on_agent_end`` (only when the
+  agent produces a final output), and on a cancelled run the end of the run's ``agent`` span, which
+  the SDK finishes on every exit (``run.py:2502-2503``, in a ``finally``) and reports to the
+  tracing processors: session-end is dispatched as a cancel or an exception leaves ``Runner.run``
+  (or the host's approval decision between two runs).
+* ``context-assemble`` → ``RunConfig.call_model_input_filter``; its budget is the run's live
+  ``Usage`` (model requests so far, tokens), the object the SDK hands ``RunHooks.on_agent_start``
+  and adds every response to (``run_internal/run_loop.py:2821-2825``, ``usage.py:257-268``); a
+  replaced history is converted back and sent.
+* ``pre-model-call`` → the same filter, after context-assemble (its payload is context-assemble's
+  output): it returns the input and
   instructions the model is sent (``run_internal/turn_preparation.py:55-80``); the tool specs and
   model settings are not part of it. ``post-model-response`` → ``RunHooks.on_llm_end``,
   observe-only in the SDK (it returns nothing), so a ``replace`` outcome changes nothing.
-* Interactive tools one at a time → ``RunConfig.tool_execution=ToolExecutionConfig(
-  max_function_tool_concurrency=1)`` when the scenario has one (``run_config.py:143-151``); the
-  response's other calls then run one at a time too.
+* Tool concurrency: the SDK's default, every function call of a response started together
+  (``run_config.py:143-151``). Its only cap, ``max_function_tool_concurrency``, is for all calls
+  alike; a tool has no kind, so interactive calls cannot be kept apart from the others (LOOP-008).
 * ``pre-tool-call`` (observe) → ``RunHooks.on_llm_end`` (``lifecycle.py:28-36``), after
   post-model-response: it gets the whole response before any tool starts, so pre-tool-call is
   dispatched for every function call of it in order, calls the precheck then refuses included.
-  ``post-tool-call`` → ``RunHooks.on_tool_end``, called per tool after that tool's own invocation.
+  ``post-tool-call`` and ``post-apply`` → ``Agent.tool_use_behavior`` as a callable, which the SDK
+  calls once with every ``FunctionToolResult`` of the response after all its function tools ran,
+  a refused or vetoed call's included (``agent.py:94-97``, ``run_internal/turn_resolution.py:246-247``);
+  it keeps ``stop_at_tool_names``' meaning for ``terminates_turn`` tools. A tool that raises
+  becomes ``default_tool_error_function``'s message, as with ``@function_tool``.
+* ``plan-ready`` → the SDK's tool approvals: resource tools are ``FunctionTool(needs_approval=True)``,
+  held as ``ToolApprovalItem`` while the response's other calls run
+  (``run_internal/tool_execution.py:1914-1975``); the run returns them as ``result.interruptions``
+  (the plan), the veto chain decides, ``RunState.approve``/``reject(rejection_message=)``
+  (``run_state.py:1380-1420``) and ``Runner.run(agent, state)`` applies the approved calls. A
+  turn without resource calls gets plan-ready with an empty plan from ``tool_use_behavior``.
 * The policy precheck → a ``ToolInputGuardrail`` on every data-source and interactive tool
   (``tool_guardrails.py``): a denial is ``reject_content`` with the reason, so the tool does not
   run and the model gets the message.
@@ -35,17 +52,17 @@ What maps to what:
 * ``max_turns`` → ``Runner.run(max_turns=...)``, which raises ``MaxTurnsExceeded`` (reported in
   ``RunResult.raised``); no ``error_handlers`` are installed, as one would have to synthesise
   the final answer.
-* ``terminates_turn`` → ``Agent.tool_use_behavior={"stop_at_tool_names": [...]}``: once the
-  response's tool calls have run, a call to a listed tool makes its output the final output
-  (``check_for_final_output_from_tools`` in ``run_internal/turn_resolution.py``).
+* ``terminates_turn`` → the ``tool_use_behavior`` callable returns
+  ``ToolsToFinalOutputResult(is_final_output=True)`` when a listed tool ran, as
+  ``{"stop_at_tool_names": [...]}`` would (``check_for_final_output_from_tools`` in
+  ``run_internal/turn_resolution.py``).
 * Cancellation → the host cancels the task running ``Runner.run``.
 
-What does not exist in openai-agents, so is left out: ``plan-ready`` and ``post-apply`` (no plan /
-apply gate or veto chain), tool kinds, ConcurrencySpec (every function call of a response runs concurrently), a doom-loop
-detector, a limit-reached final turn, cost per usage event from a model's pricing (usage is not
-reported), a wall-clock bound, and per-turn or model-call spans from the runner itself (a
-model-call span is the model provider's to emit, and the harness's model emits none).
-A tool that raises becomes the SDK's default tool-error message to the model.
+What does not exist in openai-agents, so is left out: tool kinds, ConcurrencySpec (every function
+call of a response runs concurrently), a doom-loop detector, a limit-reached final turn, cost per
+usage event from a model's pricing (usage is not reported), a wall-clock bound, a span for the
+approval decision (the veto chain), and model-call spans from the runner itself (a model-call span
+is the model provider's to emit; the adapter's model opens a ``generation`` span as the SDK's do).
 """
 
 from __future__ import annotations
@@ -63,6 +80,11 @@ from conformance.adapters._common import mapping, mapping_code, Hooks, Run, Sess
 from conformance.boundary.scenario import Scenario, ToolDef
 
 _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_oai_turn")
+#: Per user message: the run's live ``Usage``, the calls of the responses by id, the plan the veto
+#: chain left, and what the SDK has signalled (agent started, final output, run's agent span ended).
+_state: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_oai_state")
+#: trace id → called (synchronously, by the tracing processor) when that run's agent span ends.
+_agent_span_ends: dict[str, Any] = {}
 
 
 def _version() -> str:
@@ -198,6 +220,9 @@ class _Collector:
 
                 def on_span_end(self, span: Any) -> None:
                     collector.add(span)
+                    ended = _agent_span_ends.get(span.trace_id) if getattr(span.span_data, "type", None) == "agent" else None
+                    if ended is not None:
+                        ended()
 
             set_trace_processors([Processor()])  # replaces the exporter to OpenAI's backend
             cls._installed = collector
@@ -235,13 +260,13 @@ MECHANISMS: dict[str, Mechanism] = {
     "pre-model-call": _m("native", "RunConfig.call_model_input_filter", "replaces the input and instructions; the tool specs and params it cannot"),
     "post-model-response": _m("observe-only", "RunHooks.on_llm_end"),
     "pre-tool-call": _m("observe-only", "RunHooks.on_llm_end (every function call of the response, before any tool starts)"),
-    "post-tool-call": _m("observe-only", "RunHooks.on_tool_end"),
-    "session-end": _m("observe-only", "RunHooks.on_agent_end", "only when the agent produces a final output"),
-    "plan-ready": _m("absent"),
-    "post-apply": _m("absent"),
+    "post-tool-call": _m("observe-only", "Agent.tool_use_behavior callable (every FunctionToolResult of the response, after all ran)"),
+    "session-end": _m("observe-only", "RunHooks.on_agent_end; on a cancel or a raise, the end of the run's agent span (TracingProcessor.on_span_end)"),
+    "plan-ready": _m("native", "FunctionTool(needs_approval) on resource tools → RunResult.interruptions → RunState.approve/reject, resumed"),
+    "post-apply": _m("observe-only", "Agent.tool_use_behavior callable (after every function tool of the response)"),
     "policy_precheck": _m("native", "ToolInputGuardrail (reject_content)"),
     "tool_kinds": _m("absent"),
-    "concurrency_keys": _m("absent", note="every function call of a response runs concurrently"),
+    "concurrency_keys": _m("absent", note="every function call of a response runs concurrently; max_function_tool_concurrency caps them all alike"),
     "terminal_tool": _m("native", "Agent.tool_use_behavior stop_at_tool_names"),
     "max_turns": _m("native", "Runner.run(max_turns=) → MaxTurnsExceeded"),
     "final_turn": _m("absent", note="MaxTurnsExceeded is raised unless an error handler synthesises the output"),
@@ -266,30 +291,55 @@ class OpenAIAgentsAdapter:
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
         from agents import RunConfig, Runner, SQLiteSession
-        from agents.run_config import ToolExecutionConfig
 
         collector = _Collector.install()
-        agent, run_hooks, input_filter = self._build(scenario, doubles)
+        agent, run_hooks, input_filter, hooks = self._build(scenario, doubles)
         stores: dict[str, Any] = {}
         traces: list[str] = []
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
-            _turn.set(run.turn(session, index))
+            turn = run.turn(session, index)
+            _turn.set(turn)
+            state: dict[str, Any] = {"calls": {}, "posted": set()}
+            _state.set(state)
             store = stores.get(session.id)
             if store is None:
                 store = stores[session.id] = SQLiteSession(session.id)
             trace_id = f"trace_{uuid.uuid4().hex}"
             traces.append(trace_id)
-            # interactive tools one at a time: the SDK's own cap on concurrent function tools
-            # (run_config.py:143-151, run_internal/tool_execution.py:1648-1657)
-            sequential = ToolExecutionConfig(max_function_tool_concurrency=1) if any(t.kind == "interactive" for t in scenario.tools) else None
-            config = RunConfig(trace_id=trace_id, call_model_input_filter=input_filter, tracing_disabled=False, tool_execution=sequential)
+            config = RunConfig(trace_id=trace_id, call_model_input_filter=input_filter, tracing_disabled=False)
             kwargs: dict[str, Any] = {"session": store, "hooks": run_hooks, "run_config": config}
             if scenario.bounds.max_turns is not None:
                 kwargs["max_turns"] = scenario.bounds.max_turns
+            _agent_span_ends[trace_id] = lambda: state.__setitem__("run_ended", True)
             try:
+                state["run_ended"] = False
                 result = await Runner.run(agent, text, **kwargs)
+                while result.interruptions:
+                    # plan-ready: the resource calls the SDK held for approval while the other calls ran
+                    pending = list(result.interruptions)
+                    plan = await hooks.plan_ready({"items": [_plan_item(i) for i in pending]}, turn)
+                    state["plan"] = plan
+                    decided = Hooks.decisions(plan)
+                    resumed = result.to_state()
+                    for item in pending:
+                        reason = decided.get(_plan_item(item)["call_id"], "removed from the plan")
+                        if reason is None:
+                            resumed.approve(item)
+                        else:
+                            resumed.reject(item, rejection_message=f"Vetoed: {reason}")
+                    await anyio.lowlevel.checkpoint()  # a cancel during the decision lands here, between two runs
+                    state["run_ended"] = False
+                    result = await Runner.run(agent, resumed, **kwargs)
+            except BaseException as exc:
+                # a run cancelled or raising has no on_agent_end; the SDK still ended its agent span
+                if state["run_ended"] and not state.get("final_output"):
+                    subtype = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "error"
+                    with anyio.CancelScope(shield=True):
+                        await hooks.chain("session-end", {"session_id": turn["session_id"], "subtype": subtype}, turn)
+                raise
             finally:
+                _agent_span_ends.pop(trace_id, None)
                 # read what the SDK stored even when the run was cancelled (else the journal
                 # would be empty and STOP-003 would pass vacuously)
                 with anyio.CancelScope(shield=True):
@@ -302,7 +352,7 @@ class OpenAIAgentsAdapter:
         result.spans = [s for t in traces for s in collector.take(t)]
         return result
 
-    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, Any, Any]:
+    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, Any, Any, Hooks]:
         from agents import Agent, FunctionTool, ModelSettings, RunHooks, ToolGuardrailFunctionOutput, ToolInputGuardrail
         from agents.models.interface import Model
         from agents.run_config import ModelInputData
@@ -341,20 +391,32 @@ class OpenAIAgentsAdapter:
 
         def make_tool(tool: ToolDef) -> Any:
             async def invoke(ctx: Any, args_json: str) -> str:
-                out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": parse_args(args_json)}, _turn.get())
+                try:
+                    out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": parse_args(args_json)}, _turn.get())
+                except Exception as exc:  # what @function_tool does by default (tool.py:765-800, 2032-2041)
+                    from agents.tool import default_tool_error_function
+
+                    return default_tool_error_function(ctx, exc)
                 return str(out.get("content", ""))
 
             guardrails = [ToolInputGuardrail(guardrail_function=policy_guardrail, name="policy")] if tool.kind in ("data_source", "interactive") else None
             return FunctionTool(
                 name=tool.name, description=tool.description or tool.name, params_json_schema=tool.input_schema,
                 on_invoke_tool=invoke, strict_json_schema=False, tool_input_guardrails=guardrails,
+                needs_approval=tool.kind == "resource",  # held for the plan-ready chain
             )
 
         class MappedHooks(RunHooks):
             async def on_agent_start(self, context: Any, agent: Any) -> None:
+                state = _state.get()
+                state["usage"] = context.usage  # the run's own Usage, updated after every response
+                if state.get("started"):  # a run resumed after approvals: the same user message
+                    return
+                state["started"] = True
                 await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
 
             async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+                _state.get()["final_output"] = True
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "success"}, _turn.get())
 
             async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
@@ -364,24 +426,24 @@ class OpenAIAgentsAdapter:
                 for item in response.output:
                     if getattr(item, "type", None) == "function_call":
                         call = {"id": item.call_id, "name": item.name, "args": parse_args(item.arguments)}
+                        _state.get()["calls"][item.call_id] = call
                         await hooks.chain("pre-tool-call", call, _turn.get())
-
-            async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
-                call = {"id": getattr(context, "tool_call_id", None), "name": tool.name, "args": parse_args(getattr(context, "tool_arguments", None))}
-                await hooks.chain("post-tool-call", {"call": call, "result": {"content": str(result), "is_error": False}}, _turn.get())
 
         async def input_filter(data: Any) -> Any:
             """context-assemble, then pre-model-call: the SDK's hook that runs immediately before each
             model call and returns the input the model is sent (run_internal/turn_preparation.py:55-80)."""
             md = data.model_data
             history = to_canonical(list(md.input))
+            usage = _state.get().get("usage")  # the SDK's own counters of this run
+            budget = {"turns_used": usage.requests, "max_turns": scenario.bounds.max_turns, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens} if usage is not None else {}
+            assembled: dict[str, Any] = {"history": history, "budget": budget}  # context-assemble's output, handed on
             if hooks.has("context-assemble"):
-                out, replaced = await hooks.chain("context-assemble", {"history": history}, _turn.get())
+                out, replaced = await hooks.chain("context-assemble", assembled, _turn.get())
                 if replaced and isinstance(out, dict):
-                    history = out.get("history") or []
-                    md = ModelInputData(input=from_canonical(history), instructions=md.instructions)
+                    assembled = out
+                    md = ModelInputData(input=from_canonical(out.get("history") or []), instructions=md.instructions)
             if hooks.has("pre-model-call"):
-                payload = {"payload": {"history": history}, "tool_specs": specs(list(data.agent.tools)), "params": {}}
+                payload = {"payload": assembled, "tool_specs": specs(list(data.agent.tools)), "params": {}}
                 out, replaced = await hooks.chain("pre-model-call", payload, _turn.get())
                 if replaced and isinstance(out, dict):
                     new = (out.get("payload") or {}).get("history") or []
@@ -390,15 +452,55 @@ class OpenAIAgentsAdapter:
             return md
 
         terminal = [t.name for t in scenario.tools if t.terminates_turn]
+        resources = {t.name for t in scenario.tools if t.kind == "resource"}
+
+        async def after_tools(context: Any, results: list[Any]) -> Any:
+            """``Agent.tool_use_behavior`` as a callable (agent.py:94-97): the SDK calls it once with
+            every FunctionToolResult of the response, after all its function tools ran (a resumed
+            run: the approved ones too, turn_resolution.py:3090-3105). post-tool-call per result,
+            then post-apply with the plan the veto chain left; a turn without resource calls got
+            no approval round, so its plan-ready (an empty plan) is dispatched here first."""
+            from agents.agent import ToolsToFinalOutputResult
+
+            state, turn = _state.get(), _turn.get()
+            if not any(r.tool.name in resources for r in results):
+                state["plan"] = await hooks.plan_ready({"items": []}, turn)
+            for r in results:
+                cid = _call_id(r.run_item)
+                if cid in state["posted"]:
+                    continue
+                state["posted"].add(cid)
+                call = state["calls"].get(cid) or {"id": cid, "name": r.tool.name, "args": {}}
+                await hooks.chain("post-tool-call", {"call": call, "result": {"content": str(r.output), "is_error": False}}, turn)
+            await hooks.chain("post-apply", state.pop("plan", None) or {"items": []}, turn)
+            for r in results:
+                if r.tool.name in terminal:
+                    return ToolsToFinalOutputResult(is_final_output=True, final_output=r.output)
+            return ToolsToFinalOutputResult(is_final_output=False, final_output=None)
+
         agent = Agent(
             name="akc",
-            tool_use_behavior={"stop_at_tool_names": terminal} if terminal else "run_llm_again",
+            tool_use_behavior=after_tools,
             instructions=scenario.system_prompt,
             model=ScriptedModel(),
             model_settings=ModelSettings(),
             tools=[make_tool(t) for t in scenario.tools],
         )
-        return agent, MappedHooks(), input_filter
+        return agent, MappedHooks(), input_filter, hooks
+
+
+def _call_id(item: Any) -> Any:
+    """The call id of a run item (a tool output or an approval item): its raw item's ``call_id``."""
+    raw = getattr(item, "raw_item", None)
+    return raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
+
+
+@mapping_code
+def _plan_item(item: Any) -> dict[str, Any]:
+    """A ``ToolApprovalItem`` as a plan item (docs/adapter.md, plan-ready)."""
+    raw = item.raw_item
+    args = raw.get("arguments") if isinstance(raw, dict) else getattr(raw, "arguments", None)
+    return {"call_id": _call_id(item), "name": item.tool_name, "args": parse_args(args), "vetoed": False, "reason": None}
 
 
 def factory() -> OpenAIAgentsAdapter:

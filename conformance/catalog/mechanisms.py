@@ -47,6 +47,11 @@ def dispatch_subject(point: str) -> str | None:
     return _table().get("dispatch", {}).get(point)
 
 
+def replace_subject(point: str) -> str | None:
+    """The requirement whose subject is that the kernel acts on a replacement at ``point``."""
+    return _table().get("replace", {}).get(point)
+
+
 def blocker_for_missing_point(point: str, requirement_ids: Iterable[str]) -> str | None:
     """The requirement that blocks a check of ``requirement_ids`` needing ``point``, which the run
     never dispatched: its dispatch requirement, unless the check is about that point itself (one of

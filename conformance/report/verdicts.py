@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.catalog.mechanisms import depends_on, owner_of
+from conformance.catalog.mechanisms import depends_on, owner_of, replace_subject
 from conformance.report.model import Report, UNPROVEN, VERDICTS, CheckResult, RequirementResult, UntestableEntry
 
 GATING_LEVELS = ("MUST", "MUST NOT")
@@ -264,6 +264,10 @@ def _blocker(mechanism: str, kind: str, result: RequirementResult) -> str | None
         return None
     watches = any(d.name == mechanism and d.observe for d in depends_on(owner))
     owner_lacks = kind != "native" and not (watches and kind == "observe-only")
+    if not owner_lacks and kind == "observe-only":
+        # dispatched but not acted on: the replacement's requirement answers for it, if it has one
+        owner = replace_subject(mechanism)
+        return owner if owner not in (None, result.id) else None
     return owner if owner_lacks else None
 
 
@@ -321,6 +325,7 @@ def compute(
             continue
         missing = [c for c in req.needs if c not in capabilities]
         results.append(mechanism_verdict(requirement_verdict(req, by_id.get(req.id, []), capabilities), mechanisms, missing))
+    results = root_blockers(results)
 
     summary = {v: 0 for v in VERDICTS}
     for r in results:
@@ -342,6 +347,7 @@ def rejudge(report: Report) -> Report:
             r = mechanism_verdict(fold(base, list(r.checks), had_checks=True), mechanisms).model_copy(
                 update={"expected": r.expected})
         out.append(r)
+    out = root_blockers(out)
     summary = {v: 0 for v in VERDICTS}
     for r in out:
         summary[r.verdict] += 1
@@ -349,6 +355,32 @@ def rejudge(report: Report) -> Report:
     if report.errors and code == 0:
         code = EXIT_INCOMPLETE
     return report.model_copy(update={"requirements": out, "summary": summary, "exit_code": code})
+
+
+def root_blockers(results: list[RequirementResult]) -> list[RequirementResult]:
+    """A requirement blocked by one that is itself blocked is blocked by what blocks that one (to
+    the root): the fault to fix first is the root's (CONC-008 blocked by CONC-007, itself blocked
+    by LOOP-008 on a kernel without tool kinds, is LOOP-008's). A blocker this run did not judge
+    stays as it is."""
+    by_id = {r.id: r for r in results}
+
+    def roots(ids: list[str], seen: frozenset[str]) -> list[str]:
+        out: list[str] = []
+        for b in ids:
+            r = by_id.get(b)
+            up = r.blocked_by if r is not None and r.verdict == "blocked" and b not in seen else []
+            out += roots(list(up), seen | {b}) if up else [b]
+        return sorted(set(out))
+
+    out = []
+    for r in results:
+        if r.verdict == "blocked" and r.blocked_by:
+            root = roots(list(r.blocked_by), frozenset({r.id}))
+            if root != sorted(r.blocked_by) and r.id not in root:  # a cycle stays as it is
+                via = ", ".join(b for b in r.blocked_by if b not in root)
+                r = r.model_copy(update={"blocked_by": root, "message": f"{r.message}; {via} blocked in turn by {', '.join(root)}"})
+        out.append(r)
+    return out
 
 
 def exit_code(results: list[RequirementResult], *, strict: bool = False) -> int:

@@ -239,10 +239,22 @@ def conc_then_result_order(akc: ScenarioContext, k: str, ids: str) -> None:
         legal["grouped-by-kind"] = sorted(asked, key=lambda cid: _KIND_RANK.get(kinds.get(cid) or "", 3))
         legal = {a: order for a, order in legal.items() if a in akc.accepts("kernel-result-order")}
     if observed not in legal.values():
+        if "grouped-by-kind" in legal and observed == _grouped_without_kinds(asked, kinds):
+            # 003's grouping, with data-source and interactive calls one group: telling them apart
+            # is tool kinds' subject (LOOP-008), counted there
+            akc.block_on_lacking_mechanism(
+                "tool_kinds", f"tool results in model request {k} came back {show(observed)}: in call order, resource calls last"
+            )
         raise ConformanceFailure(
             f"tool results in model request {k}", " or ".join(f"{show(o)} ({a})" for a, o in legal.items()), observed
         )
     akc.evidence.saw(f"tool results in model request {k}: {show(observed)}")
+
+
+def _grouped_without_kinds(asked: list[str], kinds: dict[Any, str | None]) -> list[str]:
+    """The order of 003 step 15 for a kernel that holds resource calls back (a plan gate) but has
+    no other tool kind: the other calls in call order, then the resource calls in call order."""
+    return sorted(asked, key=lambda cid: kinds.get(cid) == "resource")
 
 
 @then(parsers.re(r'the plan of model call (?P<k>\d+) lists exactly the calls "(?P<ids>[^"]*)", in this order$'))

@@ -88,10 +88,13 @@ FRAMEWORKS = [
         "smolagents",
         "smolagents",
         "conformance.adapters.smolagents:factory",
-        # A plain answer is not a final answer: the agent loops to max_steps; tool results go
-        # back as one text observation, never as per-call results (the concurrency held).
-        smoke={"DONE-001": "fail", "LOOP-013": "fail", "TOOL-003": "fail", "CONC-001": "pass"},
+        # A plain answer is not a final answer: the agent loops to max_steps (DONE-001; LOOP-013's
+        # count of the calls after it is blocked by it); tool results go back as one text
+        # observation, never as per-call results (the concurrency held).
+        smoke={"DONE-001": "fail", "LOOP-013": "blocked", "TOOL-003": "fail", "CONC-001": "pass"},
         confirmed={
+            # run(stream=True) yields a ToolCall per call, in order, before the step's pool starts any.
+            "LOOP-007": Confirmed("pass", "smolagents/agents.py:1375-1380, 1416-1430"),
             # Out of steps: one more model call without tools (provide_final_answer), state max_steps_error.
             "BOUND-013": Confirmed("pass", "smolagents/agents.py:606-607, 625-637, 524"),
             "BOUND-010": Confirmed("pass", "smolagents/agents.py:810-847 (generate(messages), no tools_to_call_from)"),
@@ -121,6 +124,10 @@ FRAMEWORKS = [
             "DONE-002": Confirmed("pass", "google/adk/events/event.py:286-296; google/adk/flows/llm_flows/base_llm_flow.py:306"),
             # A truthy LlmResponse from after_model_callback replaces the model's response.
             "LOOP-005": Confirmed("pass", "google/adk/flows/llm_flows/core/_finalizer.py:300-320"),
+            # The callback context's session events hold this invocation's model responses so far.
+            "LOOP-001": Confirmed("pass", "google/adk/agents/readonly_context.py:61-64; google/adk/agents/invocation_context.py:78-94"),
+            # Synchronous FunctionTools run on RunConfig.tool_thread_pool_config's pool: one worker, one call at a time.
+            "CONC-007": Confirmed("pass", "google/adk/agents/run_config.py:199-232; google/adk/utils/_sync_runner.py:186-201"),
         },
     ),
     Framework(

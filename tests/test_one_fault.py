@@ -281,3 +281,104 @@ def test_a_hang_on_a_model_call_still_in_flight_after_the_cancel_is_stop_002s() 
     block(SimpleNamespace(requirement_ids=["STOP-002"]), run)  # its own subject: left to fail
     block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=run.log, in_flight_at_timeout=["tool call c1 (lookup)"]))
     block(SimpleNamespace(requirement_ids=["COST-002"]), SimpleNamespace(log=[], in_flight_at_timeout=run.in_flight_at_timeout))
+
+
+# --------------------------------------------------------------------------- concurrency keys
+
+
+def _overlap_ctx(ids: list[str], keys: str | None, kinds: dict[str, str], *, overlapping: bool = True) -> Any:
+    """A check's context whose calls c1 and c2 ran (overlapping or one after the other), on an
+    adapter declaring ``concurrency_keys`` as ``keys`` (None: no mechanism table)."""
+    starts = [(1, "c1"), (2, "c2")] if overlapping else [(1, "c1"), (3, "c2")]
+    ends = [(3, "c1"), (4, "c2")] if overlapping else [(2, "c1"), (4, "c2")]
+    log = [{"kind": "tool_start", "seq": s, "call_id": c, "name": f"t{c}"} for s, c in starts]
+    log += [{"kind": "tool_end", "seq": s, "call_id": c} for s, c in ends]
+    table = {} if keys is None else {"concurrency_keys": Mechanism(kind=keys), "max_turns": Mechanism(kind="native")}
+    ctx = SimpleNamespace(
+        requirement_ids=ids, profile="kernel", info=SimpleNamespace(mechanisms=table),
+        scenario=SimpleNamespace(tools=[SimpleNamespace(name=f"t{c}", kind=kinds[c]) for c in ("c1", "c2")]),
+        events=lambda *kinds_: [e for e in log if e["kind"] in kinds_],
+    )
+    ctx.block_on_lacking_mechanism = ScenarioContext.block_on_lacking_mechanism.__get__(ctx)
+    return ctx
+
+
+def test_calls_overlapping_for_want_of_concurrency_keys_are_conc_002s_alone() -> None:
+    """One missing concurrency-key mechanism (003 computes one key for key-field values, safe:
+    false and the provider-wide lock) fails CONC-002 and blocks CONC-003/004's overlap checks;
+    a kernel declaring keys, CONC-002's own check, interactive calls (CONC-007's subject) and a
+    kernel that kept the calls apart anyway are judged by the check itself."""
+    from conformance.steps.conc import expect_no_overlap
+
+    data = {"c1": "data_source", "c2": "data_source"}
+    with pytest.raises(Blocked) as caught:
+        expect_no_overlap(_overlap_ctx(["CONC-003", "CONC-004"], "absent", data), ["c1", "c2"])
+    assert caught.value.by == ["CONC-002"] and "concurrency_keys (declared absent)" in str(caught.value)
+    left_out = _overlap_ctx(["CONC-004"], "native", data)
+    del left_out.info.mechanisms["concurrency_keys"]  # a table that leaves it out declares it absent
+    for ctx in (left_out, _overlap_ctx(["CONC-004"], "emulated", data)):
+        with pytest.raises(Blocked):
+            expect_no_overlap(ctx, ["c1", "c2"])
+    for ctx in (
+        _overlap_ctx(["CONC-002"], "absent", data),  # the owner fails on it
+        _overlap_ctx(["CONC-003"], "native", data),  # claimed: the check judges it
+        _overlap_ctx(["CONC-003"], None, data),  # no mechanism table: the check judges it
+        _overlap_ctx(["CONC-007"], "absent", {"c1": "interactive", "c2": "interactive"}),
+    ):
+        with pytest.raises(ConformanceFailure):
+            expect_no_overlap(ctx, ["c1", "c2"])
+    expect_no_overlap(_overlap_ctx(["CONC-003"], "absent", data, overlapping=False), ["c1", "c2"])  # a pass stays a pass
+
+
+# --------------------------------------------------------------------------- the closing answer
+
+
+def _answer_ctx(ids: list[str], *, extra: int, last_calls: bool = False, terminal: bool = False, max_turns: int | None = None, profile: str = "kernel") -> Any:
+    """A check's context whose script closes on an answer (or on tool calls), with ``extra``
+    model calls made past the script."""
+    responses = [SimpleNamespace(tool_calls=["c1"], error=None), SimpleNamespace(tool_calls=["c2"] if last_calls else [], error=None)]
+    ctx = SimpleNamespace(
+        requirement_ids=ids, profile=profile,
+        scenario=SimpleNamespace(
+            model=SimpleNamespace(responses=responses), tools=[SimpleNamespace(terminates_turn=terminal)],
+            doom_loop=SimpleNamespace(threshold=None), cancel=None,
+            bounds=SimpleNamespace(max_turns=max_turns, max_cost_usd=None, max_wall_clock_s=None)),
+        events=lambda kind: [{"kind": kind, "index": 2 + i} for i in range(extra)],
+    )
+    for name in ("require_answer_ended_run", "require_run_ended_as_scripted"):
+        setattr(ctx, name, getattr(ScenarioContext, name).__get__(ctx))
+    return ctx
+
+
+def test_model_calls_past_the_closing_answer_are_done_001s() -> None:
+    """A kernel that asks the model again after the script's closing answer without tool calls
+    (smolagents: a plain answer is not final) fails DONE-001; LOOP-013's or LOOP-004's check
+    that counts those calls is blocked by it. DONE-001's own check, a script closing on tool
+    calls or a terminal tool, a bound, another profile and a run within its script are judged by
+    the check itself."""
+    with pytest.raises(Blocked) as caught:
+        _answer_ctx(["LOOP-013"], extra=11).require_answer_ended_run()
+    assert caught.value.by == ["DONE-001"] and "asked 11 times past its script" in str(caught.value)
+    for ctx in (
+        _answer_ctx(["DONE-001"], extra=11),
+        _answer_ctx(["LOOP-013"], extra=0),
+        _answer_ctx(["BUDGET-001"], extra=3, last_calls=True),
+        _answer_ctx(["DONE-004"], extra=3, terminal=True),
+        _answer_ctx(["BOUND-009"], extra=3, max_turns=1),
+        _answer_ctx(["TURN-016"], extra=3, profile="commonagent"),
+    ):
+        ctx.require_answer_ended_run()  # no block: the check judges it
+
+
+def test_interactive_calls_that_meet_with_or_without_a_spec_block_conc_008_by_conc_007(tmp_path: Any, akc_here: Any) -> None:
+    """CONC-008 forbids honouring a ConcurrencySpec on an interactive tool. Interactive calls that
+    overlap also once the declaration is taken away (the scenario run again without it) were not
+    run together by the spec: that is CONC-007's fault, and CONC-008 is blocked by it; a kernel
+    that serialises them without the spec and not with it honoured the spec (its mutant fails)."""
+    verdicts = {}
+    for spec in ("tests.fakes.broken:interactive_together", "conformance.selftest.mutants.tools:interactive_spec_honoured"):
+        out = tmp_path / "r.json"
+        akc_here("run", "--adapter", spec, "--req", "CONC-007", "--req", "CONC-008", "--json", str(out))
+        verdicts[spec] = {r["id"]: (r["verdict"], r.get("blocked_by")) for r in json.loads(out.read_text())["requirements"]}
+    assert verdicts["tests.fakes.broken:interactive_together"] == {"CONC-007": ("fail", []), "CONC-008": ("blocked", ["CONC-007"])}
+    assert verdicts["conformance.selftest.mutants.tools:interactive_spec_honoured"]["CONC-008"][0] == "fail"

@@ -18,7 +18,11 @@ What maps to what (the ``LlmAgent`` callbacks):
   from ``runners.py:1622-1629``), on an ``App`` with that plugin.
 * ``context-assemble`` and ``pre-model-call`` → ``before_model_callback``, which may mutate the
   ``LlmRequest`` ("Callback can mutate the request", ``agents/llm_agent.py:494-507``): a replaced
-  history / request is written into ``llm_request.contents`` / ``config``.
+  history / request is written into ``llm_request.contents`` / ``config``. The budget is
+  ``{"turns_used"}``: the model calls this invocation has made so far, which ADK counts against
+  ``RunConfig.max_llm_calls`` (``agents/invocation_context.py:78-94``, a private counter), read
+  through the callback context's public API: this invocation's model events in
+  ``callback_context.session.events`` (``agents/readonly_context.py:61-64``).
 * ``post-model-response`` → ``after_model_callback``: a returned ``LlmResponse`` replaces the
   model's (``flows/llm_flows/core/_finalizer.py:300-320``: LOOP-005 passes).
 * ``pre-tool-call`` → ``after_model_callback`` (``agents/llm_agent.py:509``), after
@@ -42,6 +46,12 @@ What maps to what (the ``LlmAgent`` callbacks):
   ``generate_content`` the model call, ``execute_tool`` the tool; ``invocation`` and ``call_llm``
   are ``other``.
 * Usage → ``LlmResponse.usage_metadata`` tokens only: ADK computes no cost.
+* Interactive tools one at a time → ``RunConfig.tool_thread_pool_config =
+  ToolThreadPoolConfig(max_workers=1)`` when the scenario has one (``agents/run_config.py:55-80,
+  199-232``): ADK then calls a synchronous ``FunctionTool``'s function on its tool thread pool
+  (``utils/_sync_runner.py:186-201``), one call at a time with one worker, so the scenario's tools
+  are synchronous ``FunctionTool`` objects there. Every call of such a scenario runs alone (no per-call
+  setting exists), as smolagents' ``max_tool_threads=1``.
 * Cancellation → the host cancels the task iterating ``run_async``, once (as asyncio does), and
   waits for ADK's cleanup, which cancels the agent's root task and awaits it.
 
@@ -61,6 +71,8 @@ from importlib import metadata
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from conformance.adapters._common import Hooks, OtelSpans, Run, Session, mapping, mapping_code, run_messages, tool_spec
 from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
@@ -248,7 +260,7 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 #: is absent).
 MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "LlmAgent.before_agent_callback"),
-    "context-assemble": _m("native", "LlmAgent.before_model_callback (llm_request.contents)", "no budget: ADK hands the callback no call count or cost"),
+    "context-assemble": _m("native", "LlmAgent.before_model_callback (llm_request.contents)", "budget.turns_used: this invocation's model events in callback_context.session.events, the LLM calls ADK counts against RunConfig.max_llm_calls; no cost"),
     "pre-model-call": _m("native", "LlmAgent.before_model_callback (mutating the LlmRequest)"),
     "post-model-response": _m("native", "LlmAgent.after_model_callback (a returned LlmResponse replaces the model's)"),
     "pre-tool-call": _m("native", "LlmAgent.after_model_callback (every call of the response, before any task starts)"),
@@ -258,7 +270,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-apply": _m("native", "BasePlugin.on_event_callback (the merged function-response event)", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)"),
     "tool_kinds": _m("absent", note="every call of a response runs as a concurrent task"),
-    "concurrency_keys": _m("absent"),
+    "concurrency_keys": _m("absent", note="the calls of a response run as concurrent tasks; RunConfig.tool_thread_pool_config with max_workers=1 (agents/run_config.py:199-232) when the scenario has an interactive tool, so all run one at a time"),
     "terminal_tool": _m("native", "ToolContext.actions.skip_summarization"),
     "max_turns": _m("native", "RunConfig.max_llm_calls → LlmCallsLimitExceededError"),
     "final_turn": _m("absent", note="the call over the limit raises; no model call without tools"),
@@ -282,7 +294,7 @@ class GoogleAdkAdapter:
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
-        from google.adk.agents.run_config import RunConfig
+        from google.adk.agents.run_config import RunConfig, ToolThreadPoolConfig
         from google.adk.runners import Runner
         from google.adk.sessions import InMemorySessionService
         from google.genai import types
@@ -291,7 +303,8 @@ class GoogleAdkAdapter:
         service = InMemorySessionService()
         from google.adk.apps import App
 
-        agent, plugins = self._build(scenario, doubles)
+        one_at_a_time = any(t.kind == "interactive" for t in scenario.tools)
+        agent, plugins = self._build(scenario, doubles, sync_tools=one_at_a_time)
         runner = Runner(app=App(name=APP, root_agent=agent, plugins=plugins), session_service=service)
         trace_ids: set[int] = set()
         created: set[str] = set()
@@ -302,6 +315,9 @@ class GoogleAdkAdapter:
                 created.add(session.id)
                 await service.create_session(app_name=APP, user_id=USER, session_id=session.id)
             config = RunConfig(max_llm_calls=scenario.bounds.max_turns) if scenario.bounds.max_turns is not None else RunConfig()
+            if one_at_a_time:
+                # ADK's way to keep calls one at a time: synchronous tool functions on a one-worker pool
+                config.tool_thread_pool_config = ToolThreadPoolConfig(max_workers=1)
 
             async def consume() -> str:
                 reply = ""
@@ -334,15 +350,17 @@ class GoogleAdkAdapter:
         result.spans = OtelSpans.spans(trace_ids, span_kind)
         return result
 
-    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, list[Any]]:
+    def _build(self, scenario: Scenario, doubles: Doubles, *, sync_tools: bool = False) -> tuple[Any, list[Any]]:
         from google.adk.agents import LlmAgent
         from google.adk.models.base_llm import BaseLlm
         from google.adk.plugins.base_plugin import BasePlugin
         from google.adk.models.llm_response import LlmResponse
         from google.adk.tools.base_tool import BaseTool
+        from google.adk.tools.function_tool import FunctionTool
         from google.genai import types
 
         hooks = Hooks(scenario, doubles)
+        token = anyio.lowlevel.current_token()
         kinds = {t.name: t.kind for t in scenario.tools}
 
         class ScriptedLlm(BaseLlm):
@@ -362,14 +380,37 @@ class GoogleAdkAdapter:
                 return types.FunctionDeclaration(name=self.tool.name, description=self.description, parameters_json_schema=self.tool.input_schema)
 
             async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
-                call = {"id": tool_context.function_call_id, "name": self.tool.name, "args": args}
-                try:
-                    out = await doubles.invoke_tool(call, _turn.get())
-                except ToolFailed as exc:  # a scripted failure: ADK's error response
-                    out = {"content": str(exc), "is_error": True}
-                if self.tool.terminates_turn:  # ADK's own "this response is final"
-                    tool_context.actions.skip_summarization = True
-                return {"error": str(out.get("content", ""))} if out.get("is_error") else {"result": str(out.get("content", ""))}
+                return await run_tool(self.tool, args, tool_context, _turn.get())
+
+        async def run_tool(tool: ToolDef, args: dict[str, Any], tool_context: Any, turn: dict[str, Any]) -> dict[str, str]:
+            call = {"id": tool_context.function_call_id, "name": tool.name, "args": args}
+            try:
+                out = await doubles.invoke_tool(call, turn)
+            except ToolFailed as exc:  # a scripted failure: ADK's error response
+                out = {"content": str(exc), "is_error": True}
+            if tool.terminates_turn:  # ADK's own "this response is final"
+                tool_context.actions.skip_summarization = True
+            return {"error": str(out.get("content", ""))} if out.get("is_error") else {"result": str(out.get("content", ""))}
+
+        class SyncScenarioTool(FunctionTool):
+            """The scenario tool as a synchronous ``FunctionTool``, whose function ADK calls on its
+            tool thread pool when ``RunConfig.tool_thread_pool_config`` is set (the function runs
+            with a copy of the caller's context variables, ``utils/_sync_runner.py:139-156``)."""
+
+            def __init__(self, tool: ToolDef) -> None:
+                def call(tool_context: Any, **args: Any) -> dict[str, str]:
+                    return anyio.from_thread.run(run_tool, tool, args, tool_context, _turn.get(), token=token)
+
+                call.__name__, call.__doc__ = tool.name, tool.description or tool.name
+                super().__init__(call)
+                self.tool = tool
+
+            def _get_declaration(self) -> Any:
+                return types.FunctionDeclaration(name=self.tool.name, description=self.description, parameters_json_schema=self.tool.input_schema)
+
+            def _prepare_invocation_args(self, args: dict[str, Any], tool_context: Any) -> dict[str, Any]:
+                # the scenario's JSON schema, not a Python signature, says what the tool takes: all of it
+                return {**args, "tool_context": tool_context}
 
         async def before_agent(callback_context: Any) -> None:
             await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
@@ -386,7 +427,10 @@ class GoogleAdkAdapter:
         async def before_model(callback_context: Any, llm_request: Any) -> None:
             turn = _turn.get()
             history = to_canonical(list(llm_request.contents), system_of(llm_request.config))
-            assembled, replaced = await hooks.chain("context-assemble", {"history": history, "budget": {}}, turn)
+            # the LLM calls of this invocation so far, as ADK's session records them (one model event each)
+            used = sum(1 for e in callback_context.session.events
+                       if e.invocation_id == callback_context.invocation_id and e.content is not None and e.content.role == "model" and not e.partial)
+            assembled, replaced = await hooks.chain("context-assemble", {"history": history, "budget": {"turns_used": used}}, turn)
 
             def put_history(h: Any) -> None:
                 with mapping("the replaced history"):
@@ -471,7 +515,7 @@ class GoogleAdkAdapter:
 
         agent = LlmAgent(
             name="akc", model=ScriptedLlm(model=scenario.model.name or "akc-scripted"), instruction=scenario.system_prompt or "",
-            tools=[ScenarioTool(t) for t in scenario.tools],
+            tools=[SyncScenarioTool(t) if sync_tools else ScenarioTool(t) for t in scenario.tools],
             before_agent_callback=before_agent, after_agent_callback=after_agent,
             before_model_callback=before_model, after_model_callback=after_model,
             before_tool_callback=before_tool,

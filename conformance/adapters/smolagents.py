@@ -1,9 +1,10 @@
 """smolagents (``ToolCallingAgent``) as a ``kernel``-profile kernel. Extra: ``smolagents``
 (pinned in ``scripts/requirements/smolagents.txt``; mapping read against smolagents 1.26.0).
 
-smolagents is synchronous: one user message is one ``agent.run(text, reset=..., max_steps=...,
-return_full_result=True)`` in a worker thread (``anyio.to_thread.run_sync``); messages of one
-scenario session run on the same agent with ``reset=False`` (its memory carries over). The model
+smolagents is synchronous: one user message is one ``agent.run(text, stream=True, reset=...,
+max_steps=...)`` iterated in a worker thread (``anyio.to_thread.run_sync``), smolagents' own way to
+follow a run step by step; messages of one scenario session run on the same agent with
+``reset=False`` (its memory carries over). The model
 is a ``Model`` subclass whose ``generate`` calls the harness's async scripted model back on the
 event loop (``anyio.from_thread.run`` with the loop's token, since smolagents runs parallel tool
 calls in threads of its own); every scenario tool is a ``Tool`` whose ``forward`` calls
@@ -26,6 +27,18 @@ What maps to what:
   (``tool_role_conversions``): its ``tool-call`` messages are assistant text and its
   ``tool-response`` observations are user text, so no request carries structured tool results.
 
+* The stream of ``run(stream=True)`` (the agent suspended at each yield), with
+  ``stream_outputs=True`` and a ``generate_stream`` on the model (one delta per streamed chunk):
+  ``post-model-response`` (observe) → the first event after a step's ``ChatMessageStreamDelta`` events
+  (the model's stream has ended, ``agents.py:1292-1307``), with the message they agglomerate to;
+  in the final tool-less turn of a run out of steps (a plain ``generate``, no deltas) the
+  ``ActionStep`` yielded after ``_handle_max_steps_reached``, with the answer text it keeps
+  (``agents.py:625-637, 606-607``). ``pre-tool-call`` (observe) → each ``ToolCall`` event, yielded
+  for every call of the response in declaration order before the thread pool starts any
+  (``agents.py:1375-1380, 1416-1430``). ``post-tool-call`` (observe) → at the step's
+  ``ActionOutput``, yielded once every call has ended (``agents.py:1356``), one per call in the
+  order asked with its ``ToolOutput`` (``agents.py:1423, 1431-1434``). A failing call aborts the
+  step (``agents.py:1431-1432, 1490-1502``): no ``ActionOutput``, so no post-tool-call.
 * ``session-end`` (observe) → a ``step_callbacks`` entry for ``FinalAnswerStep``, which
   ``_finalize_step`` calls once a run ends with an answer or out of steps (``agents.py:609-623``);
   a run that raises (interrupted, a model error) has no final step, so no session-end.
@@ -38,9 +51,10 @@ What maps to what:
   ``agents.py:1238, 1426``) when the scenario has one; the step's other calls then run one at a
   time too (no per-call setting exists).
 
-What does not exist in smolagents, so is left out: the other 003 hook points (``step_callbacks``
-only observe a whole finished step: model call and tools together), a plan / apply gate or veto
-chain, a policy precheck, tool kinds, ConcurrencySpec (several calls of one step run in a thread
+What does not exist in smolagents, so is left out: a point before the model call
+(session-start, context-assemble, pre-model-call: ``step_callbacks`` only observe a finished
+step, and the stream yields nothing before the model answers), any point that can change what it
+sees, a plan / apply gate or veto chain, a policy precheck, tool kinds, ConcurrencySpec (several calls of one step run in a thread
 pool, all in parallel), a terminal-tool annotation (only its own ``final_answer`` tool ends a run:
 a plain text answer is not a final answer), a doom-loop detector, cost per usage event from a
 model's pricing (usage is not reported), a cost or wall-clock bound, spans (none are reported),
@@ -160,9 +174,11 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 #: is absent). step_callbacks see a whole finished step (model call and tools together), so no
 #: 003 hook point maps onto them.
 MECHANISMS: dict[str, Mechanism] = {
-    **{p: _m("absent", note="step_callbacks only observe a finished step") for p in (
-        "session-start", "context-assemble", "pre-model-call", "post-model-response", "pre-tool-call",
-        "plan-ready", "post-tool-call")},
+    **{p: _m("absent", note="step_callbacks only observe a finished step; run(stream=True) yields nothing before the model answers") for p in (
+        "session-start", "context-assemble", "pre-model-call", "plan-ready")},
+    "post-model-response": _m("observe-only", "run(stream=True), stream_outputs=True: the first event after the model's deltas (agents.py:1292-1307)", "out of steps, the final turn's answer text (agents.py:625-637)"),
+    "pre-tool-call": _m("observe-only", "run(stream=True): each ToolCall event, all before the pool starts (agents.py:1375-1380)"),
+    "post-tool-call": _m("observe-only", "run(stream=True): the ToolOutputs, at the step's ActionOutput (agents.py:1356, 1423)", "a failing call aborts the step: none then"),
     # _finalize_step runs the step callbacks on each ActionStep once its calls all ran (agents.py:597-603)
     "post-apply": _m("observe-only", "step_callbacks[ActionStep] (agents.py:597-603, 620-623)", "the plan: the step's resource calls, none vetoed (no plan-ready)"),
     # _finalize_step runs the step callbacks on the run's FinalAnswerStep (agents.py:609-623):
@@ -206,10 +222,11 @@ class SmolagentsAdapter:
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             turns[session.id] = run.turn(session, index)
-            agent = agents.get(session.id)
-            first = agent is None
-            if agent is None:
-                agent = agents[session.id] = self._build(scenario, doubles, call_async, lambda: turns[session.id])
+            built = agents.get(session.id)
+            first = built is None
+            if built is None:
+                built = agents[session.id] = self._build(scenario, doubles, call_async, lambda: turns[session.id])
+            agent, follow = built
             interrupted = threading.Event()
 
             def cancel() -> None:
@@ -217,32 +234,46 @@ class SmolagentsAdapter:
                 agent.interrupt()
 
             doubles.register_canceller(index, cancel)
-            kwargs: dict[str, Any] = {"reset": first, "return_full_result": True}
+            kwargs: dict[str, Any] = {"reset": first, "stream": True}
             if scenario.bounds.max_turns is not None:
                 kwargs["max_steps"] = scenario.bounds.max_turns
 
-            def go() -> Any:
+            def go() -> tuple[str, Any]:
                 with lock:  # one agent object is not safe for two threads at once
-                    return agent.run(text, **kwargs)
+                    events = agent.run(text, **kwargs)
+                    try:
+                        return follow(events)
+                    finally:
+                        # closed here, in this thread: a step left suspended inside its thread pool
+                        # waits for its calls, which need the event loop (a generator collected
+                        # later on the loop's thread would block it for good)
+                        events.close()
 
             try:
-                result = await anyio.to_thread.run_sync(go)
+                state, output = await anyio.to_thread.run_sync(go)
             except AgentError as exc:
                 if interrupted.is_set():
                     return Outcome(message=index, session_id=session.id, status="cancelled", subtype="cancelled", error=str(exc))
                 raise
             finally:
                 session.messages = to_canonical(agent.write_memory_to_messages())
-            subtype = {"success": "success", "max_steps_error": "error_max_turns"}.get(result.state, result.state)
-            return Outcome(message=index, session_id=session.id, status=result.state, subtype=subtype, reply=str(result.output))
+            subtype = {"success": "success", "max_steps_error": "error_max_turns"}.get(state, state)
+            return Outcome(message=index, session_id=session.id, status=state, subtype=subtype, reply=str(output))
 
         return await run_messages(scenario, doubles, run_one)
 
-    def _build(self, scenario: Scenario, doubles: Doubles, call_async: Any, turn: Any) -> Any:
+    def _build(self, scenario: Scenario, doubles: Doubles, call_async: Any, turn: Any) -> tuple[Any, Any]:
+        """The agent of one scenario session, and the function that follows one of its runs."""
+        from rich.console import Console
         from smolagents import Tool, ToolCallingAgent
-        from smolagents.memory import ActionStep, FinalAnswerStep
-        from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model
-        from smolagents.monitoring import LogLevel, TokenUsage
+        from smolagents.agents import ActionOutput, ToolOutput
+        from smolagents.memory import ActionStep, FinalAnswerStep, ToolCall
+        from smolagents.models import (
+            ChatMessage, ChatMessageStreamDelta, ChatMessageToolCall, ChatMessageToolCallFunction, ChatMessageToolCallStreamDelta,
+            MessageRole, Model, agglomerate_stream_deltas,
+        )
+        from smolagents.monitoring import AgentLogger, LogLevel, TokenUsage
+        from smolagents.utils import AgentMaxStepsError
 
         call_ids = _CallIds()
 
@@ -250,15 +281,38 @@ class SmolagentsAdapter:
             props = {k: {"type": v.get("type"), "description": v.get("description")} for k, v in dict(tool.inputs).items()}
             return tool_spec(tool.name, tool.description, {"type": "object", "properties": props})
 
+        def ask(messages: list[Any], tools_to_call_from: Any) -> list[dict[str, Any]]:
+            """One call of the harness's scripted model: its streamed chunks."""
+            with mapping("the model request"):
+                request = {"messages": to_canonical(messages), "tools": [spec(t) for t in tools_to_call_from or []], "params": {}}
+
+            async def stream() -> list[dict[str, Any]]:
+                return [chunk async for chunk in doubles.model_stream(request, turn())]
+
+            return call_async(stream)
+
         class ScriptedModel(Model):
+            def generate_stream(self, messages: list[Any], stop_sequences: Any = None, response_format: Any = None, tools_to_call_from: Any = None, **kwargs: Any) -> Any:
+                """The model's stream as smolagents' API models give it: one delta per chunk."""
+                chunks = ask(messages, tools_to_call_from)
+                with mapping("the model response"):
+                    deltas, calls = [], []
+                    for c in chunks:
+                        if c.get("type") == "text":
+                            deltas.append(ChatMessageStreamDelta(content=c.get("text", "")))
+                        elif c.get("type") == "tool_use":
+                            function = ChatMessageToolCallFunction(name=c["name"], arguments=c.get("input_json") or "{}")
+                            deltas.append(ChatMessageStreamDelta(tool_calls=[ChatMessageToolCallStreamDelta(index=len(calls), id=c["id"], type="function", function=function)]))
+                            calls.append(ChatMessageToolCall(id=c["id"], type="function", function=function))
+                    usage = next((c for c in reversed(chunks) if c.get("type") == "usage"), None)
+                    if usage is not None:  # the totals, once (as generate reports them)
+                        tokens = TokenUsage(input_tokens=int(usage.get("input_tokens", 0)), output_tokens=int(usage.get("output_tokens", 0)))
+                        deltas.append(ChatMessageStreamDelta(token_usage=tokens))
+                    call_ids.reset(calls)
+                yield from deltas
+
             def generate(self, messages: list[Any], stop_sequences: Any = None, response_format: Any = None, tools_to_call_from: Any = None, **kwargs: Any) -> Any:
-                with mapping("the model request"):
-                    request = {"messages": to_canonical(messages), "tools": [spec(t) for t in tools_to_call_from or []], "params": {}}
-
-                async def ask() -> list[dict[str, Any]]:
-                    return [chunk async for chunk in doubles.model_stream(request, turn())]
-
-                chunks = call_async(ask)
+                chunks = ask(messages, tools_to_call_from)
                 with mapping("the model response"):
                     calls = [
                         ChatMessageToolCall(id=c["id"], type="function", function=ChatMessageToolCallFunction(name=c["name"], arguments=c.get("input_json") or "{}"))
@@ -310,6 +364,44 @@ class SmolagentsAdapter:
             ]}
             call_async(hooks.chain, "post-apply", plan, turn())
 
+        def follow(events: Any) -> tuple[str, Any]:
+            """Iterate one run(stream=True), dispatching the points its events give (see the
+            module docstring); (the run's state as run() reports it, agents.py:520-523; its answer)."""
+            deltas: list[Any] = []
+            asked: list[dict[str, Any]] = []
+            outputs: dict[str, Any] = {}
+            answer = None
+            for event in events:
+                if isinstance(event, ChatMessageStreamDelta):
+                    deltas.append(event)
+                    continue
+                if deltas:  # the first event after the model's stream ended
+                    with mapping("the model response"):
+                        message = to_canonical([agglomerate_stream_deltas(deltas)])[0]
+                    deltas = []
+                    call_async(hooks.chain, "post-model-response", message, turn())
+                if isinstance(event, ToolCall) and event.name != "final_answer":
+                    call = {"id": event.id, "name": event.name, "args": event.arguments if isinstance(event.arguments, dict) else parse_args(event.arguments)}
+                    asked.append(call)
+                    call_async(hooks.chain, "pre-tool-call", call, turn())
+                elif isinstance(event, ToolOutput):
+                    outputs[event.id] = event
+                elif isinstance(event, ActionOutput):  # every call of the step has ended
+                    for call in asked:
+                        if call["id"] in outputs:
+                            result = {"content": str(outputs[call["id"]].output), "is_error": False}
+                            call_async(hooks.chain, "post-tool-call", {"call": call, "result": result}, turn())
+                    asked, outputs = [], {}
+                elif isinstance(event, ActionStep) and out_of_steps(agent):
+                    # the final tool-less turn's answer (_handle_max_steps_reached, agents.py:625-637)
+                    call_async(hooks.chain, "post-model-response", {"role": "assistant", "text": str(agent.memory.steps[-1].action_output or "")}, turn())
+                elif isinstance(event, FinalAnswerStep):
+                    answer = event.output
+            return ("max_steps_error" if out_of_steps(agent) else "success"), answer
+
+        def out_of_steps(agent: Any) -> bool:
+            return bool(agent.memory.steps) and isinstance(getattr(agent.memory.steps[-1], "error", None), AgentMaxStepsError)
+
         hooks = Hooks(scenario, doubles)
         callbacks: dict[Any, list[Any]] = {}
         if hooks.has("session-end"):
@@ -320,13 +412,15 @@ class SmolagentsAdapter:
             tools=[make_tool(t) for t in scenario.tools],
             model=ScriptedModel(model_id=scenario.model.name),
             instructions=scenario.system_prompt,
-            verbosity_level=LogLevel.OFF,
+            # the streamed step shows its deltas on the logger's console (agents.py:1300): a quiet one
+            logger=AgentLogger(level=LogLevel.OFF, console=Console(quiet=True)),
+            stream_outputs=True,
             step_callbacks=callbacks or None,
             # the way smolagents keeps calls one at a time (its thread pool's size, agents.py:1426):
             # with an interactive tool in the scenario, every call of a step runs alone
             max_tool_threads=1 if any(t.kind == "interactive" for t in scenario.tools) else None,
         )
-        return agent
+        return agent, follow
 
 
 def factory() -> SmolagentsAdapter:

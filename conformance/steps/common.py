@@ -458,6 +458,21 @@ class ScenarioContext:
             return
         raise Blocked(by, f"the run did not end at {end}: the model was asked {len(extra)} times past its script")
 
+    def require_answer_ended_run(self) -> None:
+        """Precondition of a check on a run's model calls (kernel profile): the run ended at the
+        script's closing answer without tool calls. A kernel that went on asking the model past the
+        script did not end there, which is DONE-001's subject (an answer without tool calls ends
+        the loop; its own scenarios include a later turn's answer): the check is blocked by it, not
+        failed again (smolagents failed LOOP-013 and LOOP-004 on the calls after "done"). A script
+        closing otherwise (tool calls, an error, a terminal tool, a doom loop) is not judged here;
+        nor, through :meth:`require_run_ended_as_scripted`, a bound or a cancel."""
+        last = self.scenario.model.responses[-1:]
+        if self.profile != "kernel" or not last or last[0].tool_calls or last[0].error is not None:
+            return
+        if any(t.terminates_turn for t in self.scenario.tools) or self.scenario.doom_loop.threshold is not None:
+            return
+        self.require_run_ended_as_scripted()
+
     def block_on_uncancelled_model_call(self, run: ScenarioRun) -> None:
         """Precondition of a check after a cancel: the kernel stopped the model call in flight.
         A run that hung after the cancel on a model call still streaming is STOP-002's subject
@@ -971,6 +986,8 @@ def then_model_called(akc: ScenarioContext, n: str) -> None:
     if int(n) == 0:
         seen = list(akc.result.outcomes) + ([akc.result.rejected] if akc.result.rejected else [])
         akc.evidence.require("an outcome or a rejection for the scenario", seen)
+    if len(akc.model_requests()) > int(n):
+        akc.require_answer_ended_run()  # calls past the closing answer: DONE-001's, unless tagged
     expect_equal("model calls", int(n), len(akc.model_requests()))
     akc.evidence.saw(f"{n} model calls")
 

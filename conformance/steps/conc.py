@@ -21,7 +21,7 @@ from typing import Any
 from pytest_bdd import given, parsers, then
 
 from conformance.boundary.adapter import RunResult
-from conformance.errors import AdapterError, ConformanceFailure, HarnessError, Unsupported, expect_order, show
+from conformance.errors import AdapterError, Blocked, ConformanceFailure, HarnessError, Unsupported, expect_order, show
 from conformance.harness.runner import ScenarioRun
 from conformance.steps.common import ScenarioContext, split_ids
 
@@ -120,6 +120,13 @@ def expect_no_overlap(akc: ScenarioContext, ids: Iterable[str], why: str = "") -
     if bad:
         a, b = bad[0]
         spans = call_spans(akc)
+        from conformance.steps.loop import tool_kind
+
+        names = {e["call_id"]: e["name"] for e in akc.events("tool_start")}
+        if "interactive" not in {tool_kind(akc, names.get(a)), tool_kind(akc, names.get(b))}:
+            # two calls held apart by their shared concurrency key (003's one key computation:
+            # key-field values, safe: false, the provider-wide lock), which CONC-002 answers for
+            akc.block_on_lacking_mechanism("concurrency_keys", f"calls {a} and {b}{why} overlapped")
         raise ConformanceFailure(
             f"calls {a} and {b}{why}",
             "one after the other (the second starts after the first ended)",
@@ -279,5 +286,30 @@ def conc_then_refused_or_sequential(akc: ScenarioContext, field: str, a: str, b:
         return
     if "ignore" not in allowed:
         raise ConformanceFailure("the configuration", f"rejected, naming {field}", "accepted")
+    if overlaps(akc, [a, b]) and _overlap_without_spec(akc, a, b):
+        # the calls run together whatever the tool declares: not the declaration honoured (this
+        # rule's subject) but interactive calls run at once, CONC-007's
+        raise Blocked("CONC-007", f"interactive calls {a} and {b} overlap with and without the ConcurrencySpec declared")
     expect_no_overlap(akc, [a, b])  # honouring the declaration is this rule's own subject
     akc.evidence.saw(f"the declaration was ignored: interactive calls {a} and {b} ran one at a time")
+
+
+def _overlap_without_spec(akc: ScenarioContext, a: str, b: str) -> bool:
+    """Do calls ``a`` and ``b`` overlap also in the same scenario with no ConcurrencySpec on its
+    interactive tools (run again, its own log)? A call that did not run there: no answer (False)."""
+    twin = ScenarioContext(
+        adapter=akc.adapter, info=akc.info, runner=akc.runner, profile=akc.profile,
+        name=f"{akc.scenario.name} (without the ConcurrencySpec)", feature=akc.feature, requirement_ids=akc.requirement_ids,
+    )
+    twin.scenario = akc.scenario.model_copy(deep=True)
+    for tool in twin.scenario.tools:
+        if tool.kind == "interactive":
+            tool.concurrency = None
+    twin.run_with = akc.run_with
+    twin.__dict__["_conc_helpers_added"] = akc.__dict__.get("_conc_helpers_added", False)  # copied with the scenario
+    twin.__dict__["_conc_soft_groups"] = [list(g) for g in soft_groups(akc)]
+    twin.run()
+    try:
+        return bool(overlaps(twin, [a, b]))
+    except ConformanceFailure:
+        return False

@@ -385,11 +385,16 @@ def then_request_from_chain(akc: ScenarioContext, k: str) -> None:
 
 @then(parsers.re(r'"post-model-response" was dispatched once in every model call$'))
 def then_pmr_once_per_turn(akc: ScenarioContext) -> None:
-    """One post-model-response per model turn, and as many turns as model requests."""
+    """One post-model-response per model turn, and as many turns as model requests. The calls a
+    kernel made past the script's closing answer got no message to dispatch: they are DONE-001's
+    (:meth:`ScenarioContext.require_answer_ended_run`), judged after the scripted ones."""
     akc.require_kernel_ran()
     n = turn_count(akc)
     expect_equal("model turns (context-assemble) against model requests", len(akc.model_requests()), n)
+    past = min((e["index"] for e in akc.events("script_exhausted")), default=n)
     for k in range(1, n + 1):
+        if k - 1 == past:
+            akc.require_answer_ended_run()
         expect_equal(f"post-model-response dispatches in model turn {k}", 1, len(dispatches(akc, k, "post-model-response")))
     akc.evidence.saw(f"post-model-response once in each of {n} model turns")
 

@@ -9,7 +9,9 @@ Each factory wraps the adapter named by the environment variable ``AKC_INNER``
   harness's model sees them → the ordered-results requirement fails, exit 1;
 * ``malformed``: ``run`` returns a result with a wrongly typed field → ``error``;
 * ``blocking``: blocks the event loop with a synchronous sleep (the backstop reports a hang);
-* ``unsupported``: raises conformance.errors.Unsupported → ``incomplete``.
+* ``unsupported``: raises conformance.errors.Unsupported → ``incomplete``;
+* ``interactive_together``: the reference kernel running interactive tools as safe data sources,
+  whatever they declare → CONC-007 fails, CONC-008 is blocked by it.
 """
 
 from __future__ import annotations
@@ -135,6 +137,24 @@ def reordering() -> Reordering:
 
 def dropping() -> Dropping:
     return Dropping(inner())
+
+
+class InteractiveTogether(Wrapper):
+    """Interactive calls run at once whether or not their tool declares a ConcurrencySpec: the
+    kernel ignores the declaration (legal) and breaks CONC-007, not CONC-008."""
+
+    async def run(self, scenario: Any, doubles: Any) -> Any:
+        from conformance.boundary.scenario import ConcurrencySpec
+
+        scenario = scenario.model_copy(deep=True)
+        for tool in scenario.tools:
+            if tool.kind == "interactive":
+                tool.kind, tool.concurrency = "data_source", ConcurrencySpec(safe=True)
+        return await self.inner.run(scenario, doubles)
+
+
+def interactive_together() -> InteractiveTogether:
+    return InteractiveTogether(load_adapter("reference_kernel.adapter:factory"))
 
 
 # Factories that are broken themselves (for the adapter-loading errors).

@@ -564,7 +564,7 @@ class PydanticAIAdapter:
                     await hooks.chain("post-tool-call", payload, _turn.get())
                 return output
 
-        gate: dict[str, Any] = {}  # the plan the approval gate left for the node running now
+        gate: dict[str, Any] = {}  # turn id → the plan the approval gate left for the node running now
 
         @ph.on.deferred_tool_calls
         async def deferred_tool_calls(ctx: Any, *, requests: Any) -> Any:
@@ -581,7 +581,7 @@ class PydanticAIAdapter:
                 {"call_id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args), "vetoed": False, "reason": None}
                 for c in requests.approvals
             ]}, _turn.get())
-            gate["plan"] = plan
+            gate[_turn.get()["turn_id"]] = plan
             decided = hooks.decisions(plan)
             approvals: dict[str, Any] = {}
             for c in requests.approvals:
@@ -594,7 +594,7 @@ class PydanticAIAdapter:
             """Once the CallToolsNode ran every call of the response (capabilities/abstract.py:966):
             plan-ready with an empty plan where no call was deferred, then post-apply."""
             calls = node.model_response.tool_calls if isinstance(node, CallToolsNode) else []
-            plan = gate.pop("plan", None)
+            plan = gate.pop(_turn.get()["turn_id"], None)
             if calls and not any(c.tool_name in terminal for c in calls):
                 if plan is None:
                     plan = await hooks.plan_ready({"items": []}, _turn.get())

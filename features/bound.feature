@@ -71,8 +71,7 @@ Feature: Loop termination and bounds
        {"text": "final answer", "usage": {"input_tokens": 1000}}]
       """
     When the kernel runs
-    Then tool "c3" ran
-    And 3 tool calls ran
+    Then max_cost_usd stopped the loop after the tools of model call 3
     And the run ends with a subtype other than "success"
 
   @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @dim:firing=max_cost_usd @dim:others=far
@@ -91,7 +90,7 @@ Feature: Loop termination and bounds
        {"text": "final answer", "usage": {"input_tokens": 1000}}]
       """
     When the kernel runs
-    Then 2 tool calls ran
+    Then max_cost_usd stopped the loop after the tools of model call 2
     And the run ends with a subtype other than "success"
 
   # The harness clock advances 10 s per model call: 10 s at step 17 of turn 1, 20 s after turn 2,
@@ -107,7 +106,7 @@ Feature: Loop termination and bounds
     And the model calls "lookup" with distinct arguments 4 times
     And the model answers "final answer"
     When the kernel runs
-    Then <ran> tool calls ran
+    Then max_wall_clock_s stopped the loop after the tools of model call <ran>
     And the run ends with a subtype other than "success"
 
     Examples:
@@ -145,7 +144,7 @@ Feature: Loop termination and bounds
        {"text": "final answer", "usage": {"input_tokens": 1000}}]
       """
     When the kernel runs
-    Then 2 tool calls ran
+    Then max_wall_clock_s stopped the loop after the tools of model call 2
     And the run ends with a subtype other than "success"
 
   @BOUND-001
@@ -173,6 +172,37 @@ Feature: Loop termination and bounds
       | plan-ready     |
       | post-tool-call |
       | post-apply     |
+
+  # BOUND-001 holds for every bound: the turn in which max_cost_usd or max_wall_clock_s is reached
+  # runs its tools too (BOUND-006's scenarios are blocked by BOUND-001 where it does not).
+  @BOUND-001 @cap_max_cost_usd
+  Scenario: The turn that reaches max_cost_usd still runs its tools
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_cost_usd": 2.5}, "model": {"pricing": {"input_usd_per_mtok": 1000}}}
+      """
+    And the model script:
+      """
+      [{"tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c2", "name": "lookup", "args": {"q": 2}}], "usage": {"input_tokens": 1000}},
+       {"tool_calls": [{"id": "c3", "name": "lookup", "args": {"q": 3}}], "usage": {"input_tokens": 1000}},
+       {"text": "final answer", "usage": {"input_tokens": 1000}}]
+      """
+    When the kernel runs
+    Then max_cost_usd stopped the loop after the tools of model call 3
+
+  @BOUND-001 @cap_max_wall_clock_s @cap_injectable_clock
+  Scenario: The turn that reaches max_wall_clock_s still runs its tools
+    Given a tool "lookup" of kind "data_source" with concurrency safe
+    And the scenario settings:
+      """
+      {"bounds": {"max_wall_clock_s": 20}, "clock": {"advance_per_model_call": 10}}
+      """
+    And the model calls "lookup" with distinct arguments 4 times
+    And the model answers "final answer"
+    When the kernel runs
+    Then max_wall_clock_s stopped the loop after the tools of model call 2
 
   @BOUND-008
   Scenario: A fired bound ends the session with a status, not an exception

@@ -62,12 +62,12 @@ FRAMEWORKS = [
             "LOOP-005": Confirmed("pass", "pydantic_ai/capabilities/abstract.py:1149-1160"),
             # A sequential=True tool (our safe: false) is a barrier that runs alone.
             "CONC-003": Confirmed("pass", "pydantic_ai/_tool_execution.py:409-411, 994-999"),
-            # Interactive tools are sequential=True barriers, each running alone: one at a time.
-            "CONC-007": Confirmed("pass", "pydantic_ai/_tool_execution.py:409-411, 994-999"),
-            # pre-tool-call is before_tool_validate: all calls validated in order before any runs.
-            # a block naming an unknown tool is refused (ModelRetry) before before_tool_validate runs:
-            # no pre-tool-call for it (the check over that dimension came with issue 21's blind round)
-            "LOOP-007": Confirmed("fail", "pydantic_ai/tool_manager.py:807-825 (_resolve_tool raises _UnknownTool before the hook, :668)"),
+            # Interactive tools are question deferrals answered one at a time by the
+            # handle_deferred_tool_calls hook, after the response's function calls ran.
+            "CONC-007": Confirmed("pass", "pydantic_ai/_tool_execution.py:575-591, 1119-1128; pydantic_ai/capabilities/abstract.py:1602-1624"),
+            # pre-tool-call is before_node_run on the CallToolsNode: every call of the response, in
+            # order, unknown tools included, before any tool runs (audit-2).
+            "LOOP-007": Confirmed("pass", "pydantic_ai/capabilities/abstract.py:957-964"),
             # The precheck is a before_tool_execute hook raising ToolFailed (as openai-agents' guardrail).
             "GATE-001": Confirmed("pass", "pydantic_ai/exceptions.py:123-134"),
         },
@@ -160,9 +160,9 @@ FRAMEWORKS = [
             "DONE-001": Confirmed("fail", "wire: request 3 after an empty end_turn answer"),
             # Tool results go back in completion order (request 2 carried a3, a1, a2).
             "TOOL-003": Confirmed("fail", "wire: tool_result blocks of request 2"),
-            # Only a run of read-only calls (readOnlyHint, claude_agent_sdk/__init__.py:213) runs
-            # together; a non-read-only call in the batch runs its neighbours one at a time.
-            "CONC-001": Confirmed("fail", "wire + tool_start order; claude_agent_sdk/__init__.py:213"),
+            # Only a run of read-only calls runs together; an interactive call (never read-only: no
+            # tool kinds) runs alone, and that rendezvous beside it is LOOP-008's (tool kinds).
+            "CONC-001": Confirmed("blocked", "claude@351354460, 351354589 (canExecuteTool, processQueue)"),
             # max_turns ends the query with a ResultMessage subtype error_max_turns, no exception.
             "BOUND-008": Confirmed("pass", "claude_agent_sdk/types.py:1766-1797 (subtype, terminal_reason)"),
             # ...after a last request that still offers every tool: no tool-less final turn.

@@ -70,6 +70,16 @@ def test_a_requirement_entry_wins_then_the_lacking_mechanisms_then_unconfirmed(m
     assert fc.cause_of("fw", "BOUND-010", mech, "observed x").as_json() == {"cause": "observed x", "unconfirmed": True}
 
 
+@pytest.mark.parametrize("source", ["a/b.py:1", "a.py:1-4, 9; b/c.py:2 (x)", "claude@351354460", "claude@1, 2-3; a.py:1"])
+def test_a_citation_is_a_source_line_or_a_compiled_binarys_byte_offset(source: str) -> None:
+    assert fc.CITATION.match(source)
+
+
+@pytest.mark.parametrize("source", ["claude", "claude@", "a.py", "claude@x1"])
+def test_a_citation_without_a_line_or_offset_is_refused(source: str) -> None:
+    assert not fc.CITATION.match(source)
+
+
 @pytest.mark.parametrize("entry", [{"cause": "x"}, {"cause": "x", "source": "no line"}, {"cause": "x", "source": "a.py:1", "unconfirmed": True}])
 def test_a_malformed_entry_is_refused_with_where_it_is(entry: dict) -> None:
     with pytest.raises(ValueError, match=r"\[fw.requirements.X-1\]"):

@@ -13,9 +13,14 @@ served model but ``/v1/messages`` / ``count_tokens``, fails the run (:class:`Lef
 One scenario session is one ``ClaudeSDKClient`` (one CLI process, one Claude Code session); each
 user message is one ``client.query(text)`` read up to its ``ResultMessage``. What maps to what:
 
-* Scenario tools → one in-process MCP server (``create_sdk_mcp_server``); Claude Code's own tools
-  are off (``tools=[]``). A tool declared concurrency-safe is ``readOnlyHint`` (Claude Code runs
-  read-only calls of one response together, the others one at a time). Claude Code names them ``mcp__akc__<name>``: the adapter maps that prefix
+* Scenario tools → one in-process MCP server of the adapter's own (an ``mcp`` lowlevel ``Server``
+  as ``McpSdkServerConfig(type="sdk")``, the SDK's documented way to bring one's own server,
+  ``__init__.py:577-583``; it lists and runs the tools as ``create_sdk_mcp_server`` does, input
+  schema validated, and can set a result's ``_meta``); Claude Code's own tools are off
+  (``tools=[]``). A data-source or resource tool declared concurrency-safe is ``readOnlyHint``
+  (Claude Code runs read-only calls of one response together, the others one at a time); an
+  interactive tool never is (Claude Code has no tool kinds: a read-only interactive tool would
+  run beside the others). Claude Code names them ``mcp__akc__<name>``: the adapter maps that prefix
   away between the CLI's requests and the model double, and back on the double's tool calls (a
   naming map only, like every adapter's message conversion).
 * ``session-start`` → the ``UserPromptSubmit`` hook (once per query, before the model);
@@ -23,11 +28,18 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   payload has no subtype). ``SessionStart`` / ``SessionEnd`` exist only as settings-file command
   hooks, with no SDK callback in this version (``types.py:324-335``).
 * ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
-  for a replaced call); ``post-tool-call`` → ``PostToolUse`` (``updatedMCPToolOutput`` for a
-  replaced result).
+  for a replaced call); ``post-tool-call`` (observe-only) and ``post-apply`` → the
+  ``PostToolBatch`` hook, which Claude Code dispatches once per response with tool calls, after
+  every call ended, with every ``tool_use`` block's input and response, denied ones included
+  (CLI 2.1.332 ``claude@351339784``; an SDK callback event although ``types.py:324-335``'s
+  Literal omits it): post-tool-call once per call in order, then post-apply with the plan of the
+  response's resource calls, none vetoed (there is no plan gate).
 * The policy precheck → ``can_use_tool`` (Claude Code asks it before every MCP tool not in
   ``allowed_tools``): a deny is ``PermissionResultDeny(message)``, the model gets an error result.
-* A terminal tool → ``PostToolUse`` answering ``continue: false`` (Claude Code stops after it).
+* A terminal tool → its MCP result carries ``_meta: {"claude/endTurn": true}``, Claude Code's own
+  tool-ends-the-turn signal (``claude@338970394``): the loop makes no further request and ends the
+  turn through its end-of-turn path, Stop hook included (``claude@351486546``). The SDK's own
+  server drops ``_meta`` (``__init__.py:633-638``), hence the adapter's server.
 * ``max_turns`` / ``max_cost_usd`` → ``max_turns`` / ``max_budget_usd``; the subtype is the
   ``ResultMessage``'s (``success``, ``error_max_turns``, ``error_max_budget_usd``,
   ``error_during_execution``).
@@ -39,7 +51,7 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
 * The journal → the conversation the CLI streamed (user / assistant / tool results).
 
 Absent in Claude Code: hooks around the model call (``context-assemble``, ``pre-model-call``,
-``post-model-response``; ``UserPromptSubmit`` only adds context), ``plan-ready``/``post-apply``,
+``post-model-response``; ``UserPromptSubmit`` only adds context), ``plan-ready``,
 tool kinds and concurrency keys, a doom-loop detector, a wall-clock bound. Sub-agents (``agents=`` / the Task tool) are not wired.
 """
 
@@ -82,14 +94,14 @@ MECHANISMS: dict[str, Mechanism] = {
     "pre-model-call": _m("absent", note="UserPromptSubmit adds context once per prompt; nothing sees each model request"),
     "post-model-response": _m("absent"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
-    "post-tool-call": _m("native", "PostToolUse hook (updatedMCPToolOutput)"),
+    "post-tool-call": _m("observe-only", "PostToolBatch hook (once per response, after every call ended)"),
     "session-end": _m("native", "Stop hook (when the agent finishes responding)", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),
     "plan-ready": _m("absent"),
-    "post-apply": _m("absent"),
+    "post-apply": _m("observe-only", "PostToolBatch hook", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "can_use_tool → PermissionResultDeny(message)"),
     "tool_kinds": _m("absent"),
     "concurrency_keys": _m("absent"),
-    "terminal_tool": _m("native", "PostToolUse hook answering continue: false"),
+    "terminal_tool": _m("native", "the tool's MCP result with _meta claude/endTurn"),
     "max_turns": _m("native", "ClaudeAgentOptions.max_turns → subtype error_max_turns"),
     "max_cost_usd": _m("native", "ClaudeAgentOptions.max_budget_usd → subtype error_max_budget_usd", "cost from the CLI's own price table"),
     "final_turn": _m("absent"),
@@ -100,6 +112,49 @@ MECHANISMS: dict[str, Mechanism] = {
     "cancellation": _m("native", "ClaudeSDKClient.interrupt()"),
     "subagents": _m("not-wired", "ClaudeAgentOptions.agents / the Task tool", "the adapter maps no child agents onto them"),
 }
+
+
+def tool_server(scenario: Scenario, run_tool: Any) -> Any:
+    """The scenario's tools as an in-process MCP server (``McpSdkServerConfig``): listed and run as
+    ``create_sdk_mcp_server`` does (input validated, a failure an error result), except that a
+    terminal tool's result carries ``_meta: {"claude/endTurn": true}``, which the SDK's server drops.
+    ``run_tool(tool, args)`` returns the result text and whether it is an error."""
+    import jsonschema
+    from claude_agent_sdk import McpSdkServerConfig
+    from mcp.server import Server
+    from mcp.types import CallToolResult, ListToolsResult, Tool
+
+    tools = {t.name: t for t in scenario.tools}
+    schemas = {t.name: {"type": "object", "properties": {}, **t.input_schema} for t in scenario.tools}
+    wire = [
+        Tool.model_validate({
+            "name": t.name, "description": t.description or t.name, "inputSchema": schemas[t.name],
+            # Claude Code runs read-only calls of one response together, the others one at a time;
+            # it has no tool kinds, so an interactive tool is never read-only (it would run beside others)
+            "annotations": {"readOnlyHint": True} if t.concurrency is not None and t.concurrency.safe and t.kind != "interactive" else None,
+        })
+        for t in scenario.tools
+    ]
+
+    def result(text: str, is_error: bool, meta: dict[str, Any] | None = None) -> Any:
+        return CallToolResult.model_validate({"content": [{"type": "text", "text": text}], "isError": is_error, **({"_meta": meta} if meta else {})})
+
+    async def on_list_tools(ctx: Any, params: Any) -> Any:
+        return ListToolsResult(tools=wire)
+
+    async def on_call_tool(ctx: Any, params: Any) -> Any:
+        tool, args = tools.get(params.name), params.arguments or {}
+        if tool is None:
+            return result(f"Tool '{params.name}' not found", True)
+        try:
+            jsonschema.validate(instance=args, schema=schemas[tool.name])
+        except jsonschema.ValidationError as exc:
+            return result(f"Input validation error: {exc.message}", True)
+        text, is_error = await run_tool(tool, args)
+        return result(text, is_error, {"claude/endTurn": True} if tool.terminates_turn else None)
+
+    server = Server(SERVER, version="1.0.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    return McpSdkServerConfig(type="sdk", name=SERVER, instance=server)
 
 
 class LeftLoopback(AdapterBug):
@@ -408,7 +463,7 @@ class ClaudeAgentSDKAdapter:
 
     def _options(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, traces: OtlpTraces,
                  current: dict[str, Any]) -> Any:
-        from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, PermissionResultAllow, PermissionResultDeny, create_sdk_mcp_server
+        from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, PermissionResultAllow, PermissionResultDeny
 
         hooks = Hooks(scenario, doubles)
         tools = {t.name: t for t in scenario.tools}
@@ -429,24 +484,22 @@ class ClaudeAgentSDKAdapter:
             ids.expect(call["name"], call["id"], call["args"])
             return {}
 
-        async def post_tool_use(data: Any, tool_use_id: Any, context: Any) -> Any:
-            call = call_of(data)
-            response = data.get("tool_response")
-            with mapping("the tool response"):
-                blocks = response if isinstance(response, list) else (response or {}).get("content", []) if isinstance(response, dict) else []
-                content = "".join(b.get("text", "") for b in blocks if isinstance(b, dict)) if blocks else str(response or "")
-                is_error = bool(isinstance(response, dict) and response.get("is_error"))
-            payload = {"call": call, "result": {"content": content, "is_error": is_error}}
-            out: dict[str, Any] = {}
-            new, replaced = await hooks.chain("post-tool-call", payload, turn())
-            if replaced and isinstance(new, dict) and isinstance(new.get("result"), dict):
-                text = str(new["result"].get("content", ""))
-                out["hookSpecificOutput"] = {"hookEventName": "PostToolUse", "updatedMCPToolOutput": {"content": [{"type": "text", "text": text}]}}
-            tool = tools.get(call["name"])
-            if tool is not None and tool.terminates_turn:
-                out["continue_"] = False
-                out["stopReason"] = f"{tool.name} ends the turn"
-            return out
+        async def post_tool_batch(data: Any, tool_use_id: Any, context: Any) -> Any:
+            """Once per response with tool calls, after every call ended: post-tool-call per call in
+            order, then post-apply (not after a terminal tool, whose turn ends at its result)."""
+            calls = [call_of(c) for c in data.get("tool_calls") or [] if isinstance(c, dict)]
+            for raw, call in zip(data.get("tool_calls") or [], calls):
+                response = raw.get("tool_response")
+                with mapping("the tool response"):
+                    blocks = response if isinstance(response, list) else (response or {}).get("content", []) if isinstance(response, dict) else []
+                    content = "".join(b.get("text", "") for b in blocks if isinstance(b, dict)) if blocks else str(response or "")
+                    is_error = bool(isinstance(response, dict) and (response.get("is_error") or response.get("isError")))
+                await hooks.chain("post-tool-call", {"call": call, "result": {"content": content, "is_error": is_error}}, turn())
+            if not any(getattr(tools.get(c["name"]), "terminates_turn", False) for c in calls):
+                plan = {"items": [{"call_id": c["id"], "name": c["name"], "args": c["args"], "vetoed": False, "reason": None}
+                                  for c in calls if getattr(tools.get(c["name"]), "kind", None) == "resource"]}
+                await hooks.chain("post-apply", plan, turn())
+            return {}
 
         async def user_prompt_submit(data: Any, tool_use_id: Any, context: Any) -> Any:
             await hooks.chain("session-start", {"session_id": turn()["session_id"]}, turn())
@@ -466,26 +519,15 @@ class ClaudeAgentSDKAdapter:
                     return PermissionResultDeny(message=f"denied by policy: {verdict.get('reason')}")
             return PermissionResultAllow()
 
-        def make_tool(tool: ToolDef) -> Any:
-            from claude_agent_sdk import SdkMcpTool, ToolAnnotations
+        async def run_tool(tool: ToolDef, args: dict[str, Any]) -> tuple[str, bool]:
+            call = {"id": ids.take(tool.name, args), "name": tool.name, "args": parse_args(args)}
+            try:
+                out = await doubles.invoke_tool(call, turn())
+                return str(out.get("content", "")), bool(out.get("is_error"))
+            except ToolFailed as exc:
+                return str(exc), True
 
-            async def handler(args: dict[str, Any]) -> dict[str, Any]:
-                call = {"id": ids.take(tool.name, args), "name": tool.name, "args": parse_args(args)}
-                try:
-                    out = await doubles.invoke_tool(call, turn())
-                    return {"content": [{"type": "text", "text": str(out.get("content", ""))}], "is_error": bool(out.get("is_error"))}
-                except ToolFailed as exc:
-                    return {"content": [{"type": "text", "text": str(exc)}], "is_error": True}
-
-            # the SDK takes a dict without "type" and "properties" as a {name: type} map (__init__.py:436-452)
-            schema = {"type": "object", "properties": {}, **tool.input_schema}
-            # Claude Code runs read-only tools of one response concurrently, others one at a time
-            safe = tool.concurrency is not None and tool.concurrency.safe
-            annotations = ToolAnnotations(readOnlyHint=True) if safe else None
-            return SdkMcpTool(name=tool.name, description=tool.description or tool.name, input_schema=schema, handler=handler,
-                              annotations=annotations)
-
-        server = create_sdk_mcp_server(SERVER, tools=[make_tool(t) for t in scenario.tools])
+        server = tool_server(scenario, run_tool)
         home = os.path.join(scratch, "home")
         work = os.path.join(scratch, "work")
         os.makedirs(home, exist_ok=True)
@@ -524,7 +566,7 @@ class ClaudeAgentSDKAdapter:
             can_use_tool=can_use_tool,
             hooks={
                 "PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])],
-                "PostToolUse": [HookMatcher(matcher=None, hooks=[post_tool_use])],
+                "PostToolBatch": [HookMatcher(matcher=None, hooks=[post_tool_batch])],  # type: ignore[dict-item]
                 "UserPromptSubmit": [HookMatcher(matcher=None, hooks=[user_prompt_submit])],
                 "Stop": [HookMatcher(matcher=None, hooks=[stop])],
             },

@@ -20,18 +20,32 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   context-assemble is not part of pydantic-ai's request context), tool definitions and model
   settings; a replacement is converted back into the request context.
 * ``post-model-response`` → ``after_model_request``; a replaced message becomes the response.
-* ``pre-tool-call`` → ``before_tool_validate``: every call of a response is validated, in order,
-  before any executes (``_tool_execution.py:736-768, 794``; ``tool_manager.py:668``).
-  ``post-tool-call`` → ``after_tool_execute``, ``on_tool_execute_error`` (a failed call) and, for
-  a terminal output tool, ``after_output_process`` (``capabilities/abstract.py:1543-1555``).
+* ``pre-tool-call`` → ``before_node_run`` on a ``CallToolsNode`` (``capabilities/abstract.py:957-964``):
+  once per tool call of the response, in order, before any tool runs, unknown tools included
+  (``before_tool_validate`` never runs for those: ``tool_manager.py:807-825, 977-979``); a
+  replaced call's arguments are handed back by that call's ``before_tool_validate``.
+  ``post-tool-call`` (observe-only) → ``after_node_run`` on the ``CallToolsNode``
+  (``capabilities/abstract.py:966-979``): once every call of the response has ended, once per call
+  in order with its ``ToolReturnPart`` or ``RetryPromptPart`` from the next request, refused and
+  failed calls included; for a terminal output tool, ``after_output_process``
+  (``capabilities/abstract.py:1543-1555``).
+* ``plan-ready`` → pydantic-ai's approval gate: resource tools are ``requires_approval=True``
+  (deferred as ``'unapproved'``, ``tools.py:578``), and after the response's other calls ran
+  (``_tool_execution.py:575-591, 1119-1128``) the ``handle_deferred_tool_calls`` hook
+  (``capabilities/abstract.py:1602-1624``, ``Hooks.deferred_tool_calls``) gets them as one batch:
+  the plan goes through the veto chain and each call is approved or ``ToolDenied("Vetoed: ...")``
+  (``_deferred.py:144-160``). A response with tool calls but no deferred call has an empty plan,
+  dispatched from ``after_node_run``.
 * ``post-apply`` → ``after_node_run`` on a ``CallToolsNode`` whose response has tool calls: it
   runs once that node has run every call of the response (``capabilities/abstract.py:966-979``,
-  ``run.py:579``), with the plan pydantic-ai has no veto chain for: the response's resource
-  calls, none vetoed. Not for a response ending the run through a terminal (output) tool, whose
-  turn ends at its post-tool-call.
+  ``run.py:579``), with the plan the gate left. Not for a response ending the run through a
+  terminal (output) tool, whose turn ends at its post-tool-call.
 * The policy precheck → a ``before_tool_execute`` hook on data-source and interactive calls that
   refuses with ``ToolFailed`` (``exceptions.py:123-134``), as openai-agents' tool input guardrail.
-* Interactive tools → ``sequential=True`` (a barrier running alone, ``_tool_execution.py:409-411``).
+* Tool kinds → pydantic-ai's three: a function tool (data-source), a question deferral
+  (interactive: the tool raises ``CallDeferred(kind='question')``, ``exceptions.py:173-188``, and
+  ``handle_deferred_tool_calls`` answers the questions one at a time, in order, before the plan's
+  approvals) and ``requires_approval`` (resource).
 * A scripted tool failure → ``ToolFailed`` (a failed tool result the model sees).
 * ``ConcurrencySpec`` → pydantic-ai's per-tool ``sequential`` flag (``safe: false`` or undeclared
   on a resource tool → sequential, a barrier that runs alone); there are no concurrency keys.
@@ -57,8 +71,7 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
 * Cancellation → pydantic-ai's ``CancellationToken`` (``_cancel.py:50-71``); ``RunCancelled``
   carries what the run completed (``exceptions.py:349-366``), reported as the journal.
 
-What does not exist in pydantic-ai, so is left out: ``plan-ready`` (no plan / apply gate or veto
-chain), tool kinds, concurrency keys, a doom-loop detector, a limit-reached
+What does not exist in pydantic-ai, so is left out: concurrency keys, a doom-loop detector, a limit-reached
 final turn, pricing of one's own, a stored journal (the journal reported is the message history
 ``all_messages()`` returns), and a span per turn or for a veto chain. ``MECHANISMS`` below is the
 table the report carries.
@@ -289,13 +302,13 @@ MECHANISMS: dict[str, Mechanism] = {
     "context-assemble": _m("native", "Hooks.before_model_request (as ProcessHistory)"),
     "pre-model-call": _m("native", "Hooks.before_model_request"),
     "post-model-response": _m("native", "Hooks.after_model_request"),
-    "pre-tool-call": _m("native", "Hooks.before_tool_validate"),
-    "post-tool-call": _m("native", "Hooks.after_tool_execute / Hooks.after_output_process"),
+    "pre-tool-call": _m("native", "Hooks.before_node_run (CallToolsNode) / before_tool_validate"),
+    "post-tool-call": _m("observe-only", "Hooks.after_node_run (CallToolsNode) / Hooks.after_output_process"),
     "session-end": _m("observe-only", "Hooks.after_run / Hooks.on_run_error"),
-    "plan-ready": _m("absent", note="no plan/apply gate or veto chain"),
-    "post-apply": _m("native", "Hooks.after_node_run (CallToolsNode)", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
+    "plan-ready": _m("native", "requires_approval + Hooks.deferred_tool_calls (ToolDenied for a vetoed call)"),
+    "post-apply": _m("native", "Hooks.after_node_run (CallToolsNode)", "the plan the approval gate left"),
     "policy_precheck": _m("native", "Hooks.before_tool_execute raising ToolFailed"),
-    "tool_kinds": _m("absent", note="no tool kinds; interactive tools are only marked sequential=True"),
+    "tool_kinds": _m("native", "function tool / CallDeferred(kind='question') / requires_approval"),
     "concurrency_keys": _m("absent", note="only a per-tool sequential barrier"),
     "terminal_tool": _m("native", "ToolOutput (an output tool ends the run)"),
     "max_turns": _m("native", "UsageLimits.request_limit"),
@@ -385,10 +398,13 @@ class PydanticAIAdapter:
             with mapping("the model response"):
                 return response_from_chunks(chunks, scenario.model.pricing)
 
-        from pydantic_ai.exceptions import ToolFailed as PaiToolFailed
+        from pydantic_ai.exceptions import CallDeferred, ToolFailed as PaiToolFailed
+        from pydantic_ai.tools import DeferredToolResults, ToolDenied
 
         def make_tool(tool: ToolDef) -> Any:
             async def call(ctx: Any, **args: Any) -> str:
+                if tool.kind == "interactive":  # a question for the user, answered by deferred_tool_calls
+                    raise CallDeferred(kind="question")
                 try:
                     out = await doubles.invoke_tool({"id": ctx.tool_call_id, "name": tool.name, "args": args}, _turn.get())
                 except ToolFailed as exc:  # a scripted failure: pydantic-ai's own failed-tool result (exceptions.py:123-134)
@@ -400,9 +416,9 @@ class PydanticAIAdapter:
             sequential = tool.concurrency is not None and not tool.concurrency.safe
             if tool.concurrency is None and tool.kind == "resource":
                 sequential = True
-            if tool.kind == "interactive":  # one at a time: each is its own barrier (_tool_execution.py:409-411)
-                sequential = True
-            return Tool.from_schema(call, name=tool.name, description=tool.description, json_schema=tool.input_schema, takes_ctx=True, sequential=sequential)
+            made = Tool.from_schema(call, name=tool.name, description=tool.description, json_schema=tool.input_schema, takes_ctx=True, sequential=sequential)
+            made.requires_approval = tool.kind == "resource"  # deferred to the plan gate (tools.py:578)
+            return made
 
         capabilities: list[Any] = [instrumentation] if instrumentation is not None else []
         if hooks.has("context-assemble"):
@@ -477,28 +493,28 @@ class PydanticAIAdapter:
                     return dataclasses.replace(response, parts=new.parts)
                 return response
 
-        if hooks.has("pre-tool-call"):
-
-            @ph.on.before_tool_validate
-            async def before_tool_validate(ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
-                # every call of a response is validated, in order, before any executes
-                # (_tool_execution.py:736-768, 794; tool_manager.py:668)
-                await hooks.chain("pre-tool-call", {"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)}, _turn.get())
-                return args
-
         kinds = {t.name: t.kind for t in scenario.tools}
         terminal = {t.name for t in scenario.tools if t.terminates_turn}
 
-        if hooks.has("post-tool-call"):
+        if hooks.has("pre-tool-call"):
+            replaced_args: dict[str, Any] = {}
 
-            @ph.on.tool_execute_error
-            async def on_tool_execute_error(ctx: Any, *, call: Any, tool_def: Any, args: Any, error: BaseException) -> Any:
-                payload = {
-                    "call": {"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)},
-                    "result": {"content": str(error), "is_error": True},
-                }
-                await hooks.chain("post-tool-call", payload, _turn.get())
-                raise error
+            @ph.on.before_node_run
+            async def before_node_run(ctx: Any, *, node: Any) -> Any:
+                """Every call of the response, in order, before any tool runs (unknown tools too)."""
+                if isinstance(node, CallToolsNode):
+                    for c in node.model_response.tool_calls:
+                        if c.tool_name in terminal:  # an output tool: no tool hooks
+                            continue
+                        payload = {"id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args)}
+                        out, replaced = await hooks.chain("pre-tool-call", payload, _turn.get())
+                        if replaced and isinstance(out, dict) and isinstance(out.get("args"), dict):
+                            replaced_args[c.tool_call_id] = out["args"]
+                return node
+
+            @ph.on.before_tool_validate
+            async def before_tool_validate(ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+                return replaced_args.pop(call.tool_call_id, args)
 
         @ph.on.before_tool_execute
         async def precheck(ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
@@ -513,13 +529,24 @@ class PydanticAIAdapter:
 
         if hooks.has("post-tool-call"):
 
-            @ph.on.after_tool_execute
-            async def after_tool_execute(ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any) -> Any:
-                payload = {
-                    "call": {"id": call.tool_call_id, "name": call.tool_name, "args": parse_args(call.args)},
-                    "result": {"content": str(result), "is_error": False},
-                }
-                await hooks.chain("post-tool-call", payload, _turn.get())
+            @ph.on.after_node_run
+            async def post_tool_calls(ctx: Any, *, node: Any, result: Any) -> Any:
+                """Once every call of the response ended: each call's result part in the next request."""
+                from pydantic_ai import ModelRequestNode
+
+                calls = node.model_response.tool_calls if isinstance(node, CallToolsNode) else []
+                if calls and isinstance(result, ModelRequestNode):
+                    parts = {getattr(p, "tool_call_id", None): p for p in result.request.parts}
+                    for c in calls:
+                        p = parts.get(c.tool_call_id)
+                        if c.tool_name in terminal or p is None:
+                            continue
+                        with mapping("a tool result part"):
+                            failed = isinstance(p, m.RetryPromptPart) or getattr(p, "outcome", "success") != "success"
+                            content = p.model_response() if isinstance(p, m.RetryPromptPart) else p.model_response_str()
+                        payload = {"call": {"id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args)},
+                                   "result": {"content": content, "is_error": failed}}
+                        await hooks.chain("post-tool-call", payload, _turn.get())
                 return result
 
         if hooks.has("post-tool-call"):
@@ -537,19 +564,42 @@ class PydanticAIAdapter:
                     await hooks.chain("post-tool-call", payload, _turn.get())
                 return output
 
-        if hooks.has("post-apply"):
+        gate: dict[str, Any] = {}  # turn id → the plan the approval gate left for the node running now
 
-            @ph.on.after_node_run
-            async def after_node_run(ctx: Any, *, node: Any, result: Any) -> Any:
-                """Once the CallToolsNode ran every call of the response (capabilities/abstract.py:966)."""
-                calls = node.model_response.tool_calls if isinstance(node, CallToolsNode) else []
-                if calls and not any(c.tool_name in terminal for c in calls):
-                    plan = {"items": [
-                        {"call_id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args), "vetoed": False, "reason": None}
-                        for c in calls if kinds.get(c.tool_name) == "resource"
-                    ]}
-                    await hooks.chain("post-apply", plan, _turn.get())
-                return result
+        @ph.on.deferred_tool_calls
+        async def deferred_tool_calls(ctx: Any, *, requests: Any) -> Any:
+            """The questions (interactive calls) answered one at a time, in order, then the
+            deferred resource calls as the plan: approved, or denied where the chain vetoed them."""
+            answers: dict[str, Any] = {}
+            for c in requests.calls:
+                try:
+                    out = await doubles.invoke_tool({"id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args)}, _turn.get())
+                    answers[c.tool_call_id] = PaiToolFailed(str(out.get("content", ""))) if out.get("is_error") else str(out.get("content", ""))
+                except ToolFailed as exc:
+                    answers[c.tool_call_id] = PaiToolFailed(str(exc))
+            plan = await hooks.plan_ready({"items": [
+                {"call_id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args), "vetoed": False, "reason": None}
+                for c in requests.approvals
+            ]}, _turn.get())
+            gate[_turn.get()["turn_id"]] = plan
+            decided = hooks.decisions(plan)
+            approvals: dict[str, Any] = {}
+            for c in requests.approvals:
+                reason = decided.get(c.tool_call_id, "removed from the plan")
+                approvals[c.tool_call_id] = True if c.tool_call_id in decided and reason is None else ToolDenied(f"Vetoed: {reason}")
+            return DeferredToolResults(approvals=approvals, calls=answers)
+
+        @ph.on.after_node_run
+        async def after_node_run(ctx: Any, *, node: Any, result: Any) -> Any:
+            """Once the CallToolsNode ran every call of the response (capabilities/abstract.py:966):
+            plan-ready with an empty plan where no call was deferred, then post-apply."""
+            calls = node.model_response.tool_calls if isinstance(node, CallToolsNode) else []
+            plan = gate.pop(_turn.get()["turn_id"], None)
+            if calls and not any(c.tool_name in terminal for c in calls):
+                if plan is None:
+                    plan = await hooks.plan_ready({"items": []}, _turn.get())
+                await hooks.chain("post-apply", plan, _turn.get())
+            return result
 
         def make_output(tool: ToolDef) -> Any:
             """A terminates_turn tool is an output tool whose output function is the tool."""

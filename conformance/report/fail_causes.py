@@ -23,8 +23,11 @@ from conformance.catalog.mechanisms import depends_on
 
 CAUSES_PATH = Path(__file__).resolve().parent.parent / "catalog" / "fail_causes.toml"
 
-#: A citation: ``package/path.py:line`` (a line, a range, or a list of them), several joined by "; ".
-CITATION = re.compile(r"^[\w./-]+\.py:\d+(-\d+)?(, ?\d+(-\d+)?)*( \([^)]*\))?(; [\w./-]+\.py:\d+(-\d+)?(, ?\d+(-\d+)?)*( \([^)]*\))?)*$")
+#: A citation: ``package/path.py:line`` (a line, a range, or a list of them), or, in a compiled
+#: kernel with no source lines (claude-agent-sdk's bundled CLI), ``name@offset``: the byte offset of
+#: the quoted code in the pinned binary (one, a range or a list); several joined by "; ".
+_CITED = r"[\w./-]+(\.py:\d+(-\d+)?(, ?\d+(-\d+)?)*|@\d+(-\d+)?(, ?\d+(-\d+)?)*)( \([^)]*\))?"
+CITATION = re.compile(rf"^{_CITED}(; {_CITED})*$")
 
 
 @dataclass(frozen=True)

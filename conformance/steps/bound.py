@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_bdd import given, parsers, then
 
-from conformance.errors import ConformanceFailure, expect_equal, show
+from conformance.errors import Blocked, ConformanceFailure, expect_equal, show
 from conformance.boundary.scenario import ModelResponse, ScriptedToolCall
 from conformance.steps.common import ScenarioContext
 
@@ -200,6 +200,54 @@ def max_turns_tool_turns(akc: ScenarioContext, n: int) -> set[int]:
     return out
 
 
+#: The requirement whose subject is that this bound, set alone, fires (stops the loop in time).
+FIRING_OWNER = {"max_turns": "BOUND-002", "max_cost_usd": "BOUND-004", "max_wall_clock_s": "BOUND-005"}
+
+
+def bound_stop_problem(akc: ScenarioContext, bound: str, k: int) -> str | None:
+    """None when ``bound``, reached in model call k, stopped the loop after that call's tools ran.
+    Otherwise what went wrong, or Blocked where it is another requirement's subject (one fault,
+    one verdict), over every bound:
+
+    * model call k's tools did not run while the earlier calls' did: "the turn in which a bound is
+      reached still executes its tools" is BOUND-001's subject;
+    * the loop went on past model call k (a later call's tools ran, or the run went on and ended
+      with "success"): that ``bound`` fires at all is its own requirement's (FIRING_OWNER), and
+      for max_cost_usd first the cost it reads, computed from the model's pricing (usage,
+      COST-001's subject), when the kernel lacks it;
+    * the loop stopped before model call k: the bound fired early, its own requirement's.
+
+    Blocks name only requirements that are not among the check's own; BOUND-006 (each bound fires
+    on its own) owns the firing of every bound."""
+    akc.require_kernel_ran()
+    requests = akc.model_requests()
+    calls = [final_answer_call_ids(akc, j) for j in range(1, len(requests) + 1)]
+    own = set(akc.requirement_ids)
+    firing_own = bool(own & {"BOUND-006", FIRING_OWNER[bound]})
+    problem = None
+    raised = akc.result.raised
+    went_on = any(akc.tool_ran(c) for later in calls[k:] for c in later) or (
+        len(requests) > k and raised is None and bool(akc.result.outcomes) and akc.outcome().subtype == "success"
+    )
+    if len(requests) < k:
+        problem = f"{bound} stopped the loop after model call {len(requests)}, before model call {k} where it is reached"
+    elif went_on:
+        problem = f"{bound} did not stop the loop after model call {k}: {len(requests)} model calls, tools ran: {show([e['call_id'] for e in akc.tool_starts()])}"
+        if bound == "max_cost_usd":
+            akc.block_on_lacking_mechanism("usage", problem)
+    elif not all(akc.tool_ran(c) for earlier in calls[: k - 1] for c in earlier):
+        return f"the tools of model calls 1..{k - 1} did not all run: tools ran {show([e['call_id'] for e in akc.tool_starts()])}"
+    elif not all(akc.tool_ran(c) for c in calls[k - 1]):
+        missing = [c for c in calls[k - 1] if not akc.tool_ran(c)]
+        reason = f"model call {k}, in which {bound} is reached, asked for {show(missing)}: they did not run"
+        if "BOUND-001" not in own:
+            raise Blocked("BOUND-001", reason)
+        return reason
+    if problem is not None and not firing_own:
+        raise Blocked(FIRING_OWNER[bound], problem)
+    return problem
+
+
 def outcome_subtype(akc: ScenarioContext, k: int | None = None) -> str | None:
     """The subtype of user message k (1-based; None: the last)."""
     return akc.outcome(-1 if k is None else k - 1).subtype
@@ -288,6 +336,17 @@ def bound_then_tool_turns(akc: ScenarioContext, n: str) -> None:
             f"model requests {turns} (of {len(akc.model_requests())})",
         )
     akc.evidence.saw(f"tools ran in {len(turns)} turns under max_turns = {n}")
+
+
+@then(parsers.re(r"(?P<bound>max_turns|max_cost_usd|max_wall_clock_s) stopped the loop after the tools of model call (?P<k>\d+)$"))
+def bound_then_stopped_after(akc: ScenarioContext, bound: str, k: str) -> None:
+    """The bound, reached in model call k, stopped the loop there, after that call's tools ran
+    (003 step 17: the limiting turn still executes its tools). Blocked where the fault is
+    another requirement's subject (bound_stop_problem)."""
+    problem = bound_stop_problem(akc, bound, int(k))
+    if problem is not None:
+        raise ConformanceFailure(f"{bound} reached in model call {k}", "the loop stopped after that call's tools ran", problem)
+    akc.evidence.saw(f"{bound} stopped the loop after the tools of model call {k}")
 
 
 @then(parsers.re(r"the request of model call (?P<k>\d+) offers no tool specs$"))

@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from conformance.errors import ConformanceFailure, expect_order
 from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef, Usage
-from conformance.steps.bound import limit_path_problem
+from conformance.steps.bound import bound_stop_problem, limit_path_problem
 
 SUBTYPE = {"turns": "error_max_turns", "cost": "error_max_budget_usd", "wall": "error_max_wall_clock"}
+BOUND = {"turns": "max_turns", "cost": "max_cost_usd", "wall": "max_wall_clock_s"}
 CLOCK_STEP_S = 10  # harness clock advance per model call
 
 
@@ -122,6 +123,9 @@ def test_prop_first_bound_crossed_fires(case: tuple[dict[str, int], int, bool]) 
     observed = (ctx.outcome().subtype, observed_turns(ctx))
     accepted = {(SUBTYPE[b], k) for b, k in predicted}
     if observed not in accepted:
+        if len(predicted) == 1:  # a stop in the wrong turn that is another requirement's subject is blocked by it
+            (first, k), = predicted
+            bound_stop_problem(ctx, BOUND[first], k)
         raise ConformanceFailure(
             f"(subtype, turns that ran tools) {where}", " or ".join(map(str, sorted(accepted))), str(observed)
         )

@@ -80,15 +80,28 @@ def groups_by_key(calls: list[tuple[str, str, dict[str, Any]]]) -> dict[tuple[An
     return groups
 
 
+#: Whose subject it is that calls of distinct keys overlap, by the calls' kind, when every one is
+#: safe; with an unsafe call among them (a provider-wide key) it is CONC-006's.
+SAFE_KEYS_SUBJECT = {"data_source": "CONC-001", "resource": "CONC-005"}
+
+
 def check_distinct_keys(name: str, turn: tuple[str, list[tuple[str, str, dict[str, Any]]]]) -> None:
-    """One representative call per distinct key (its first call) must all be running at once."""
+    """One representative call per distinct key (its first call) must all be running at once. A
+    rendezvous that does not meet is the subject of one requirement (one fault, one verdict):
+    CONC-006 when an unsafe call's provider-wide key is among them, else the safe keys' rule."""
     kind, calls = turn
     ctx = context("kernel", name)
     build_key_turn(ctx, kind, calls, helpers=False)
-    reps = [ids[0] for ids in groups_by_key(calls).values()]
+    groups = groups_by_key(calls)
+    reps = [ids[0] for ids in groups.values()]
     if len(reps) >= 2:
         ctx.scenario.rendezvous.append(reps)
-    ctx.run()  # a rendezvous that does not meet fails here, naming the calls
+    try:
+        ctx.run()  # a rendezvous that does not meet fails here, naming the calls
+    except ConformanceFailure as exc:
+        if exc.subject:
+            exc.subject = ["CONC-006" if any(key[0] == "provider" for key in groups) else SAFE_KEYS_SUBJECT[kind]]
+        raise
     started = {e["call_id"] for e in ctx.tool_starts()}
     missing = [cid for cid, _t, _a in calls if cid not in started]
     if missing:

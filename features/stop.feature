@@ -282,7 +282,7 @@ Feature: Stopping a turn (000; the cancellation token also for the kernel profil
     And the turn is cancelled when call "<call>" starts
     When the kernel runs
     Then no model call and no tool call started after the cancel
-    And tool "w1" did not run
+    And resource call "w1" was not applied
     And the model was called 1 time
     And the kernel did not raise
 

@@ -76,15 +76,78 @@ def given_delegation_tool(akc: ScenarioContext, name: str) -> None:
     akc.add_tool(ToolDef(name=name, subagent=SubagentDef()))
 
 
+#: Kernel profile: the requirement whose subject it is that a call of one kind does not run beside
+#: a running call of another (003 steps 8-12): two interactive calls (one at a time, CONC-007); a
+#: data-source and an interactive call (step 9 before 9b, LOOP-008); a resource call and a
+#: data-source or interactive one (applied after both, at the plan gate: LOOP-009).
+_KIND_ORDER_SUBJECTS = {
+    frozenset({"interactive"}): "CONC-007",
+    frozenset({"data_source", "interactive"}): "LOOP-008",
+    frozenset({"resource", "data_source"}): "LOOP-009",
+    frozenset({"resource", "interactive"}): "LOOP-009",
+}
+
+
+def _kind_of(akc: ScenarioContext, start: dict[str, Any]) -> str | None:
+    try:
+        return akc.tool(start["name"]).kind
+    except HarnessError:
+        return None
+
+
+def _overlap_blocker(akc: ScenarioContext, cancel: dict[str, Any], start: dict[str, Any]) -> str | None:
+    """A tool start after a cancel that came as call X started, while X still ran: the kernel had
+    put it beside X (launched with it), so whether it would have honoured the cancel before
+    starting it cannot be judged here. Where 003 orders the two calls' kinds (kernel profile),
+    running them side by side is that order's requirement's subject: it blocks the check. None:
+    the late start is STOP-001's to judge (X had ended, or the kinds may overlap)."""
+    where = cancel.get("where") or {}
+    if akc.profile != "kernel" or where.get("at") != "tool":
+        return None
+    first = next((e for e in akc.tool_starts() if e["call_id"] == where.get("call_id")), None)
+    if first is None:
+        return None
+    ended = [e["seq"] for e in akc.tool_ends() if e["call_id"] == first["call_id"]]
+    if ended and ended[0] < start["seq"]:
+        return None  # started after X ended: one after the other, so the cancel was there to see
+    return _KIND_ORDER_SUBJECTS.get(frozenset({_kind_of(akc, first), _kind_of(akc, start)}))
+
+
 @then("no model call and no tool call started after the cancel")
 def then_nothing_after_cancel(akc: ScenarioContext) -> None:
-    """Every model request and tool start of the log comes before the harness's cancel."""
-    seq = cancel_event(akc)["seq"]
+    """Every model request and tool start of the log comes before the harness's cancel. A tool
+    started beside the running call the cancel came at, where 003 orders their kinds, is blocked
+    by that order's requirement (:func:`_overlap_blocker`), not failed: one fault, one verdict."""
+    cancel = cancel_event(akc)
+    seq = cancel["seq"]
     akc.evidence.saw("model and tool calls checked against the cancel")
     late = [e for e in akc.events("model_request", "tool_start") if e["seq"] > seq]
-    if late:
-        shown = [f"model call #{e['index'] + 1}" if e["kind"] == "model_request" else f"tool {e['call_id']}" for e in late]
-        raise ConformanceFailure("after the cancel", "no model call and no tool call started", f"started: {show(shown)}")
+    if not late:
+        return
+    shown = [f"model call #{e['index'] + 1}" if e["kind"] == "model_request" else f"tool {e['call_id']}" for e in late]
+    blockers = [_overlap_blocker(akc, cancel, e) if e["kind"] == "tool_start" else None for e in late]
+    if all(blockers):
+        reason = f"started after the cancel beside the running call {cancel['where'].get('call_id')}: {show(shown)}"
+        raise Blocked(by=sorted(set(blockers)), reason=reason)  # type: ignore[arg-type]
+    raise ConformanceFailure("after the cancel", "no model call and no tool call started", f"started: {show(shown)}")
+
+
+@then(parsers.re(r'resource call "(?P<call>[^"]+)" was not applied$'))
+def then_resource_not_applied(akc: ScenarioContext, call: str) -> None:
+    """The scenario's resource call, first in its message, did not run: a cancel that came while
+    a data-source or interactive call of the same response ran stops the run before step 12.
+    Where it ran *before* the cancel, the kernel applied it before the turn's data-source and
+    interactive calls had finished: that order is the plan gate's (LOOP-009's subject), which
+    blocks the check (its start after the cancel failed the step before, STOP-001's own)."""
+    cancel = cancel_event(akc)
+    akc.require_call_served(call)
+    starts = [e for e in akc.tool_starts() if call in (e["call_id"], e["name"])]
+    if not starts:
+        akc.evidence.saw(f"resource call {call} never started")
+        return
+    if starts[0]["seq"] < cancel["seq"]:
+        raise Blocked(by="LOOP-009", reason=f"resource call {call} ran before the cancel, ahead of the data-source and interactive calls of its response")
+    raise ConformanceFailure(f"tool {call}", "it did not run", "it ran")
 
 
 @then("no assistant message stands for the cancelled model call")

@@ -1,0 +1,101 @@
+"""One fault, one verdict at the step (issue 22 §1): a check whose precondition is another
+requirement's subject raises ``Blocked`` from the step that sees it unmet, and still fails where
+the fault is its own. Each step is driven here over a hand-made log (no kernel)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from conformance.errors import Blocked, ConformanceFailure, HarnessError
+
+KINDS = {"fetch": "data_source", "ask": "interactive", "write": "resource"}
+
+
+class FakeContext:
+    """The part of ScenarioContext the steps below read: a log, the scenario's tools and cancel."""
+
+    def __init__(self, log: list[dict[str, Any]], *, profile: str = "kernel", ids: tuple[str, ...] = ("STOP-001",)) -> None:
+        self.log = [{**e, "seq": i} for i, e in enumerate(log)]
+        self.profile = profile
+        self.requirement_ids = list(ids)
+        self.evidence = SimpleNamespace(saw=lambda *_: None, require=lambda _what, v, **__: v)
+        self.scenario = SimpleNamespace(cancel=SimpleNamespace(at="tool", call_id="x", message=0))
+        self.result = SimpleNamespace(rejected=None)
+
+    def events(self, *kinds: str) -> list[dict[str, Any]]:
+        return [e for e in self.log if e["kind"] in kinds]
+
+    def tool_starts(self) -> list[dict[str, Any]]:
+        return self.events("tool_start")
+
+    def tool_ends(self) -> list[dict[str, Any]]:
+        return self.events("tool_end")
+
+    def tool(self, name: str) -> Any:
+        if name not in KINDS:
+            raise HarnessError(name)
+        return SimpleNamespace(kind=KINDS[name])
+
+    def require_call_served(self, call: str) -> None:
+        pass
+
+
+def start(call: str, name: str) -> dict[str, Any]:
+    return {"kind": "tool_start", "call_id": call, "name": name}
+
+
+def end(call: str) -> dict[str, Any]:
+    return {"kind": "tool_end", "call_id": call}
+
+
+def cancel_at(call: str) -> dict[str, Any]:
+    return {"kind": "cancel", "where": {"at": "tool", "call_id": call}}
+
+
+# --------------------------------------------------------------------------- STOP-001
+
+
+def test_a_call_started_after_the_cancel_beside_the_running_call_is_blocked_by_its_kind_order() -> None:
+    from conformance.steps.stop import then_nothing_after_cancel
+
+    # two interactive calls side by side: CONC-007's subject (one at a time), not cancellation's
+    with pytest.raises(Blocked) as caught:
+        then_nothing_after_cancel(FakeContext([start("q1", "ask"), cancel_at("q1"), start("q2", "ask"), end("q1")]))
+    assert caught.value.by == ["CONC-007"]
+    # an interactive call beside a running data-source call: step 9 before 9b, LOOP-008's
+    with pytest.raises(Blocked) as caught:
+        then_nothing_after_cancel(FakeContext([start("d1", "fetch"), cancel_at("d1"), start("i1", "ask")]))
+    assert caught.value.by == ["LOOP-008"]
+
+
+def test_a_call_started_after_the_cancel_once_the_running_call_ended_fails_stop_001() -> None:
+    from conformance.steps.stop import then_nothing_after_cancel
+
+    # one after the other: the kernel had the cancel to see before it started q2
+    with pytest.raises(ConformanceFailure):
+        then_nothing_after_cancel(FakeContext([start("q1", "ask"), cancel_at("q1"), end("q1"), start("q2", "ask")]))
+    # two data-source calls may overlap (003): no order to blame, the late start is STOP-001's
+    with pytest.raises(ConformanceFailure):
+        then_nothing_after_cancel(FakeContext([start("d1", "fetch"), cancel_at("d1"), start("d2", "fetch")]))
+    # the commonagent profile orders no kinds
+    with pytest.raises(ConformanceFailure):
+        then_nothing_after_cancel(FakeContext([start("q1", "ask"), cancel_at("q1"), start("q2", "ask")], profile="commonagent"))
+    # a model call after the cancel is never excused
+    with pytest.raises(ConformanceFailure):
+        then_nothing_after_cancel(FakeContext([start("q1", "ask"), cancel_at("q1"), start("q2", "ask"), {"kind": "model_request", "index": 1}]))
+    then_nothing_after_cancel(FakeContext([start("q1", "ask"), cancel_at("q1"), end("q1")]))
+
+
+def test_a_resource_call_applied_before_the_cancel_is_blocked_by_the_plan_gate() -> None:
+    from conformance.steps.stop import then_resource_not_applied
+
+    # w1 ran ahead of the data-source call the cancel came at: LOOP-009's order, not cancellation
+    with pytest.raises(Blocked) as caught:
+        then_resource_not_applied(FakeContext([start("w1", "write"), end("w1"), start("d1", "fetch"), cancel_at("d1")]), "w1")
+    assert caught.value.by == ["LOOP-009"]
+    with pytest.raises(ConformanceFailure):
+        then_resource_not_applied(FakeContext([start("d1", "fetch"), cancel_at("d1"), start("w1", "write")]), "w1")
+    then_resource_not_applied(FakeContext([start("d1", "fetch"), cancel_at("d1"), end("d1")]), "w1")

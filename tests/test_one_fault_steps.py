@@ -99,3 +99,30 @@ def test_a_resource_call_applied_before_the_cancel_is_blocked_by_the_plan_gate()
     with pytest.raises(ConformanceFailure):
         then_resource_not_applied(FakeContext([start("d1", "fetch"), cancel_at("d1"), start("w1", "write")]), "w1")
     then_resource_not_applied(FakeContext([start("d1", "fetch"), cancel_at("d1"), end("d1")]), "w1")
+
+
+# --------------------------------------------------------------------------- CONC-001
+
+
+def test_a_rendezvous_beside_an_interactive_call_is_blocked_by_tool_kinds_where_they_are_lacking() -> None:
+    """A kernel with no tool kinds keeps interactive calls one at a time only by running every
+    call one at a time (strands' SequentialToolExecutor): the data-source calls beside them not
+    meeting is LOOP-008's fault, counted there."""
+    from conformance.boundary.adapter import Mechanism
+    from conformance.steps.common import ScenarioContext
+
+    block = ScenarioContext.block_on_kindless_rendezvous
+    tools = [SimpleNamespace(kind="data_source"), SimpleNamespace(kind="interactive")]
+
+    def ctx(mechanisms: dict[str, Any] | None, *, profile: str = "kernel", kinds: list[Any] = tools) -> Any:
+        return SimpleNamespace(info=SimpleNamespace(mechanisms=mechanisms), profile=profile, scenario=SimpleNamespace(tools=kinds))
+
+    with pytest.raises(Blocked) as caught:
+        block(ctx({"tool_kinds": Mechanism(kind="absent")}), "calls a1 and a2 did not run concurrently")
+    assert caught.value.by == ["LOOP-008"]
+    with pytest.raises(Blocked):
+        block(ctx({"pre-tool-call": Mechanism(kind="native")}), "x")  # not named in a table: absent
+    block(ctx({"tool_kinds": Mechanism(kind="native")}), "x")  # the kernel has kinds: the check judges
+    block(ctx(None), "x")  # nothing declared
+    block(ctx({"tool_kinds": Mechanism(kind="absent")}, kinds=tools[:1]), "x")  # no interactive call
+    block(ctx({"tool_kinds": Mechanism(kind="absent")}, profile="commonagent"), "x")

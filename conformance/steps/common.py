@@ -18,7 +18,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from conformance.boundary.adapter import AdapterInfo, Outcome, RunResult
-from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject
+from conformance.catalog.mechanisms import blocker_for_missing_point, dispatch_subject, owner_of
 from conformance.errors import (
     AdapterError,
     Blocked,
@@ -243,6 +243,7 @@ class ScenarioContext:
         not_offered(run, self.requirement_ids)
         for e in self.events("rendezvous_timeout"):
             others = " and ".join(e["missing"])
+            self.block_on_kindless_rendezvous(f"calls {e['call_id']} and {others} did not run concurrently")
             raise ConformanceFailure(
                 f"calls {e['call_id']} and {others} did not run concurrently "
                 f"({e['call_id']} waited for {others} to start, in vain)",
@@ -446,6 +447,24 @@ class ScenarioContext:
         flying = [f for f in run.in_flight_at_timeout if f.startswith("model call")]
         if flying:
             raise Blocked(STOP_MODEL_CALL, f"after the cancel the kernel went on waiting for {flying[0]} until the timeout")
+
+    def block_on_kindless_rendezvous(self, what: str) -> None:
+        """Precondition of a rendezvous beside an interactive call (kernel profile): the kernel
+        tells interactive calls from the others (tool kinds, LOOP-008's subject). A kernel whose
+        adapter declares ``tool_kinds`` lacking can run interactive calls one at a time (CONC-007)
+        only by running every call one at a time, so a rendezvous that did not meet there is
+        blocked by the owner of tool kinds, not failed (one fault, one verdict). Without a
+        mechanism table nothing is declared lacking."""
+        mechanisms = self.info.mechanisms or {}
+        if self.profile != "kernel" or not mechanisms or not any(t.kind == "interactive" for t in self.scenario.tools):
+            return
+        declared = mechanisms.get("tool_kinds")
+        if declared is not None and declared.kind == "native":
+            return
+        owner = owner_of("tool_kinds", [self.profile])
+        if owner is not None:
+            kind = "absent" if declared is None else declared.kind
+            raise Blocked(owner, f"{what} beside an interactive call, and tool_kinds is {kind}")
 
     def require_points_dispatched(self, points: Iterable[str]) -> None:
         """Precondition of a check on hook points: each point it needs was dispatched at least once

@@ -126,3 +126,19 @@ def test_a_rendezvous_beside_an_interactive_call_is_blocked_by_tool_kinds_where_
     block(ctx(None), "x")  # nothing declared
     block(ctx({"tool_kinds": Mechanism(kind="absent")}, kinds=tools[:1]), "x")  # no interactive call
     block(ctx({"tool_kinds": Mechanism(kind="absent")}, profile="commonagent"), "x")
+
+
+# --------------------------------------------------------------------------- JOURNAL-002
+
+
+def test_a_stored_turn_check_on_a_journal_without_turns_is_blocked_by_journal_002() -> None:
+    """hermes stores sessions and messages, no turns: STOP-004's stored status, JOURNAL-005's
+    finished status and SESS-001's stored turns are start_turn's fault, counted at JOURNAL-002."""
+    from conformance.steps.turn import require_turn_records, stored_status
+
+    empty = SimpleNamespace(result=SimpleNamespace(journal=SimpleNamespace(turns=[])))
+    with pytest.raises(Blocked) as caught:
+        stored_status(empty, 1)  # type: ignore[arg-type]
+    assert caught.value.by == ["JOURNAL-002"]
+    some = SimpleNamespace(result=SimpleNamespace(journal=SimpleNamespace(turns=[object()])))
+    require_turn_records(some, "x")  # type: ignore[arg-type]  # turns are stored: the check judges

@@ -14,6 +14,7 @@ from typing import Any
 from pytest_bdd import given, parsers, then
 
 from conformance.errors import (
+    Blocked,
     ConformanceFailure,
     HarnessError,
     Incomplete,
@@ -130,8 +131,17 @@ def stored_messages(akc: ScenarioContext, k: int | None = None) -> list[dict[str
     return [r.message for r in records if session is None or r.session_id == session]
 
 
+def require_turn_records(akc: ScenarioContext, what: str) -> None:
+    """Precondition of a check on a stored turn: the journal stores turns at all. A journal with
+    no turn record (hermes stores sessions and messages only) lacks start_turn, JOURNAL-002's
+    subject: the check is blocked by it, not failed again (one fault, one verdict)."""
+    if not akc.result.journal.turns:
+        raise Blocked("JOURNAL-002", f"the journal stores no turns, so {what} cannot be read")
+
+
 def stored_status(akc: ScenarioContext, k: int) -> str | None:
     """The status the journal holds for user message k's turn."""
+    require_turn_records(akc, f"the status of the turn of user message {k}")
     tid = turn_id_of(akc, k)
     for record in akc.result.journal.turns:
         if record.turn.turn_id == tid:

@@ -32,7 +32,7 @@ from conformance.boundary.scenario import (
     UserMessage,
 )
 from conformance.errors import ConformanceFailure
-from conformance.steps.turn import conversation, event_turn_id, stored_messages, top_level_turn_ids
+from conformance.steps.turn import conversation, event_turn_id, require_turns_one_at_a_time, stored_messages, top_level_turn_ids
 from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
 
 #: What becomes of one call: it runs, its tool fails, pre_tool_call blocks it, or the approver
@@ -120,6 +120,8 @@ def test_prop_a_later_turn_sees_the_earlier_turns_whole(turns: list[list[list[st
     texts = _build(ctx, turns, pad, waits)
     ctx.run()
     ctx.require_kernel_ran()
+    if waits:  # the second message came while the first turn ran: the lock keeps them apart
+        require_turns_one_at_a_time(ctx)
     by_turn = ctx.evidence.require("model requests of every turn", _requests_by_turn(ctx))
     if len(by_turn) != len(texts) or not all(by_turn):
         raise ConformanceFailure("model calls per turn", f"{len(texts)} turns, each calling the model", [len(r) for r in by_turn])

@@ -142,3 +142,42 @@ def test_a_stored_turn_check_on_a_journal_without_turns_is_blocked_by_journal_00
     assert caught.value.by == ["JOURNAL-002"]
     some = SimpleNamespace(result=SimpleNamespace(journal=SimpleNamespace(turns=[object()])))
     require_turn_records(some, "x")  # type: ignore[arg-type]  # turns are stored: the check judges
+
+
+# --------------------------------------------------------------------------- TURN-002, BUDGET-001
+
+
+def _turn_log(*events: tuple[str, str]) -> FakeContext:
+    """A log of (point, turn id) hook dispatches at depth 0."""
+    return FakeContext([{"kind": "hook", "point": p, "turn": {"turn_id": t, "depth": 0}} for p, t in events])
+
+
+def test_turns_that_overlapped_block_a_check_that_needs_them_apart_by_turn_002() -> None:
+    """TURN-003's property with the second message sent while the first turn runs: when the
+    turns overlapped (no session lock), the history it would judge was not laid down apart."""
+    from conformance.steps.turn import require_turns_one_at_a_time
+
+    ctx = _turn_log(("on_session_start", "t1"), ("on_session_start", "t2"), ("on_session_end", "t1"), ("on_session_end", "t2"))
+    ctx.hook_dispatches = lambda point: [e for e in ctx.log if e.get("point") == point]  # type: ignore[attr-defined]
+    with pytest.raises(Blocked) as caught:
+        require_turns_one_at_a_time(ctx)  # type: ignore[arg-type]
+    assert caught.value.by == ["TURN-002"]
+    apart = _turn_log(("on_session_start", "t1"), ("on_session_end", "t1"), ("on_session_start", "t2"), ("on_session_end", "t2"))
+    apart.hook_dispatches = lambda point: [e for e in apart.log if e.get("point") == point]  # type: ignore[attr-defined]
+    require_turns_one_at_a_time(apart)  # type: ignore[arg-type]
+
+
+def test_a_turn_counted_after_one_over_max_iterations_is_blocked_by_budget_001(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's script is one sequence: an earlier turn over max_iterations (hermes's summary
+    call and its retry) used up the responses scripted for the next, BUDGET-005's check."""
+    from conformance.steps import budget
+
+    made = {1: 4, 2: 1}
+    monkeypatch.setattr(budget, "turn_events", lambda _akc, k, *_: [{}] * made[k])
+    ctx = SimpleNamespace(scenario=SimpleNamespace(bounds=SimpleNamespace(max_iterations=2)), require_kernel_ran=lambda: None)
+    with pytest.raises(Blocked) as caught:
+        budget.then_turn_model_calls(ctx, "2", "2")  # type: ignore[arg-type]
+    assert caught.value.by == ["BUDGET-001"]
+    made[1] = 2  # the earlier turn kept to its budget: the count is this check's to judge
+    with pytest.raises(ConformanceFailure):
+        budget.then_turn_model_calls(ctx, "2", "2")  # type: ignore[arg-type]

@@ -400,7 +400,7 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the model answers "done"
     When the kernel runs
     Then the request of model call 2 has the tool result "f1" with content "REDACTED-F"
-    And the request of model call 2 has the tool result "b1" with content "REDACTED-B"
+    And the request of model call 2 has the blocked call "b1" with content "REDACTED-B", or "Blocked: no" where blocked results are not transformed
 
   @commonagent @TOOL-008 @dim:approvals_per_response=3 @dim:tools=same
   Scenario: The approver is asked about every call of one tool in one response

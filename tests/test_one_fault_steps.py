@@ -181,3 +181,35 @@ def test_a_turn_counted_after_one_over_max_iterations_is_blocked_by_budget_001(m
     made[1] = 2  # the earlier turn kept to its budget: the count is this check's to judge
     with pytest.raises(ConformanceFailure):
         budget.then_turn_model_calls(ctx, "2", "2")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- TOOL-015
+
+
+def test_a_blocked_result_past_the_transform_is_legal_and_its_text_is_tool_007s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading transform-blocked-result: a kernel may give a blocked call's result past
+    transform_tool_result (hermes); then a text other than Blocked: <reason> is TOOL-007's."""
+    from conformance.steps import tool
+
+    sent: dict[str, Any] = {}
+    dispatched: list[Any] = []
+    monkeypatch.setattr(tool, "tool_result", lambda _akc, _k, _c: sent)
+    monkeypatch.setattr(tool, "call_dispatches", lambda _akc, _p, _c: dispatched)
+    ctx = SimpleNamespace(require_call_served=lambda _c: None, accepts=lambda _r: {"transformed", "not-transformed"},
+                          evidence=SimpleNamespace(saw=lambda *_: None))
+
+    def check() -> None:
+        tool.then_blocked_result_content(ctx, "2", "b1", "REDACTED-B", "Blocked: no")  # type: ignore[arg-type]
+
+    for text in ("REDACTED-B", "Blocked: no"):
+        sent["content"] = text
+        check()
+    sent["content"] = '{"error": "no"}'
+    with pytest.raises(Blocked) as caught:
+        check()
+    assert caught.value.by == ["TOOL-007"]
+    dispatched.append({})  # dispatched, its replacement ignored: TOOL-015's own fault
+    for text in ('{"error": "no"}', "Blocked: no"):
+        sent["content"] = text
+        with pytest.raises(ConformanceFailure):
+            check()

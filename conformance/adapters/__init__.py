@@ -129,7 +129,7 @@ KERNELS: list[KernelEntry] = [
         adapter="conformance.adapters.hermes:factory",
         probe="run_agent",
         profile="commonagent",
-        description="hermes-agent 0.19.0 `AIAgent.run_conversation`, a fresh process per scenario",
+        description="hermes-agent 0.19.0 `AIAgent.run_conversation` under the scenario's named profile, a session's messages through its gateway's queue; a fresh process per scenario",
         # its fresh process imports hermes before the first event: a 5 s scenario ran out before
         # hermes did anything (the audit's TOOL-003); scaled by 6 it passed in 31.9 s
         timeout_scale=6,

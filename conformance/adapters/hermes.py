@@ -40,6 +40,17 @@ What maps to what (hermes-agent 0.19.0 source, site-packages paths):
   (``tools.terminal_tool.set_approval_callback``): approved → ``"once"``, denied and timed_out →
   ``"deny"`` (hermes's CLI prompt also answers a timeout with deny).
 * cancellation → ``AIAgent.interrupt()`` from the harness's thread.
+* profile → the scenario's ``profile_id`` as a hermes named profile: made with hermes's
+  ``create_profile`` (a home under ``profiles/<name>``), each turn run under it with
+  ``set_hermes_home_override`` as the gateway scopes a profile's turn (``gateway/run.py:1523-1555``);
+  hermes then stores the session with that ``profile_name`` and the TurnInfo's ``profile_id`` is
+  hermes's ``get_active_profile_name()``. The default profile's home is ``HERMES_HOME`` itself.
+* user messages → hermes's gateway (``conformance.adapters.hermes_gateway``): each is an inbound
+  text message of a platform whose chats are the session labels, through
+  ``BasePlatformAdapter.handle_message``, the per-session guard that makes a message to a busy
+  session wait; the profile's ``config.yaml`` sets ``display.busy_input_mode: queue`` (the setting
+  for a session's turns one after another). Hermes joins the follow-ups that queued behind one
+  busy turn into one turn; each of them gets that turn's outcome.
 * sessions → one ``AIAgent`` (with a ``hermes_state.SessionDB`` in ``HERMES_HOME``) per session
   label; a later message of the session is run with ``conversation_history`` = the previous
   result's ``messages`` (how hermes's CLI carries a session). ``system_message`` is the scenario's
@@ -61,12 +72,11 @@ What does not exist in hermes (its requirements come out ``fail`` for a MUST):
 * tags (no tag concept: TurnInfo.tags is empty), turn records and per-turn status in the journal,
   a stored turn id per message, risk / duration / approval on tool-call records;
 * the scenario's pricing (hermes prices from its own tables; a custom endpoint's cost is unknown);
-* a session lock (concurrent messages to one session are two ``run_conversation`` calls on the
-  same agent), a per-call usage record, spans;
+* a per-call usage record, spans;
 * ``on_session_end``'s status when a turn neither completed nor was interrupted (hermes passes only
   the ``completed`` and ``interrupted`` flags): reported as ``null``;
-* a profile id in the loop (TurnInfo.profile_id is hermes's active profile name, ``default``), UUID
-  v7 ids (hermes's are ``YYYYMMDD_HHMMSS_xxxxxx`` and ``<session>:<task>:<hex>``), session titles
+* a TurnInfo in the loop (its ``profile_id`` is hermes's active profile name, the rest the
+  adapter builds), UUID v7 ids (hermes's are ``YYYYMMDD_HHMMSS_xxxxxx`` and ``<session>:<task>:<hex>``), session titles
   without an auxiliary title model.
 
 Hermes's own choices that the checks see (not the adapter's): registry tools run one at a time
@@ -342,6 +352,7 @@ _WARM_MODULES = (
     "agent.system_prompt", "agent.think_scrubber", "agent.tool_executor", "agent.transports",
     "agent.transports.chat_completions", "agent.turn_finalizer", "agent.turn_retry_state",
     "agent.verification_stop", "agent.verify_hooks", "agent.turn_context", "agent.error_classifier",
+    "gateway.config", "gateway.session", "gateway.platforms.base",
 )
 
 

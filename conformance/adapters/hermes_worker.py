@@ -8,6 +8,7 @@ the loopback HTTP server's) reach the harness's doubles through one anyio ``Bloc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -16,7 +17,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from conformance.boundary.adapter import (
     UsageEvent,
     run_user_messages,
 )
+from conformance.adapters.hermes_gateway import QUEUE_CONFIG, HarnessPlatform, busy_text_mode, carried, user_message
 from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS
 from conformance.httpmodel.openai_chat import message as from_chat_message
 from conformance.httpmodel.openai_chat import request as from_chat_request
@@ -129,6 +131,24 @@ class _ModelServer(ThreadingHTTPServer):
 # --------------------------------------------------------------------------- one run
 
 
+def _profile_home(profile_id: str) -> Path | None:
+    """The home of hermes's named profile ``profile_id``, made with hermes's own ``create_profile``
+    (``profiles/<name>`` under the root, hermes_cli/profiles.py:990-1060); None for the default
+    profile or a name hermes refuses (hermes_cli/profiles.py:37: lowercase, digits, ``-``, ``_``):
+    that scenario runs as the default profile."""
+    if profile_id == "default":
+        return None
+    from hermes_cli.profiles import create_profile, get_profile_dir
+
+    try:
+        return create_profile(profile_id, no_alias=True, no_skills=True)
+    except FileExistsError:
+        return get_profile_dir(profile_id)
+    except ValueError as exc:
+        print(f"hermes worker: profile {profile_id!r} runs as hermes's default profile: {exc}", file=sys.stderr, flush=True)
+        return None
+
+
 def _args_of(raw: Any) -> Any:
     if isinstance(raw, dict):
         return raw
@@ -155,13 +175,29 @@ class _Run:
         #: (hook id, call id) → the pre_tool_call outcome its tool_request middleware already got
         self.pre_tool_outcomes: dict[tuple[str, str], Any] = {}
         self.server = _ModelServer(self)
-        self.profile = "default"
-        try:
-            from hermes_cli.profiles import get_active_profile_name
+        #: The scenario's profile as a hermes named profile (its own home under the root's
+        #: ``profiles/``), entered per turn the way the gateway scopes a profile's turn; the default
+        #: profile's home is HERMES_HOME itself.
+        self.profile_home = _profile_home(scenario.profile_id) or self.home
+        (self.profile_home / "config.yaml").write_text(QUEUE_CONFIG)
+        from hermes_cli.profiles import get_active_profile_name
 
+        with self.profile_scope():
             self.profile = get_active_profile_name() or "default"
-        except Exception:  # noqa: BLE001
-            pass
+            self.busy_text_mode = busy_text_mode()
+
+    @contextlib.contextmanager
+    def profile_scope(self) -> Iterator[None]:
+        """Run hermes under the scenario's profile: ``set_hermes_home_override``, the seam the
+        gateway's ``_profile_runtime_scope`` enters for one turn (gateway/run.py:1523-1555). A
+        context variable: enter it in the thread that runs the agent."""
+        from hermes_constants import reset_hermes_home_override, set_hermes_home_override
+
+        token = set_hermes_home_override(str(self.profile_home))
+        try:
+            yield
+        finally:
+            reset_hermes_home_override(token)
 
     # ---- TurnInfo (hermes: session id and turn id; no tags, no profile in the loop)
 
@@ -374,13 +410,14 @@ class _Run:
         from tools.approval import set_hermes_interactive_context
         from tools.terminal_tool import set_approval_callback
 
-        agent = self.agent_for(label)
-        set_approval_callback(self.approval_callback)
-        set_hermes_interactive_context(True)
-        _debug("run_conversation starts")
-        history = list(self.history.get(label, []))
-        result = agent.run_conversation(text, system_message=self.scenario.system_prompt,
-                                        conversation_history=history or None)
+        with self.profile_scope():
+            agent = self.agent_for(label)
+            set_approval_callback(self.approval_callback)
+            set_hermes_interactive_context(True)
+            _debug("run_conversation starts")
+            history = list(self.history.get(label, []))
+            result = agent.run_conversation(text, system_message=self.scenario.system_prompt,
+                                            conversation_history=history or None)
         self.history[label] = list(result.get("messages") or [])
         reason = str(result.get("turn_exit_reason") or "")
         if result.get("interrupted"):
@@ -456,13 +493,36 @@ class HermesAdapter:
                 _debug(f"registered at {time.monotonic() - t0:.2f} s")
                 outcomes: list[Outcome | None] = [None] * len(scenario.user_messages)
                 raised: list[KernelRaised] = []
+                #: per session label, the submitted messages the gateway has not started a turn for
+                waiting: dict[str, list[tuple[int, str, anyio.Event]]] = {}
+
+                async def turn(event: Any) -> str | None:
+                    """The gateway's message handler: one hermes turn, for the message (or the
+                    queued follow-ups merged into one) the gateway hands over."""
+                    queue = waiting.get(event.source.chat_id, [])
+                    batch = queue[: carried(event.text, [text for _, text, _ in queue])]
+                    del queue[: len(batch)]
+                    first = batch[0][0]
+                    try:
+                        outcome = await anyio.to_thread.run_sync(run.run_message, first, event.source.chat_id, event.text)
+                        for i, _, _ in batch:
+                            outcomes[i] = outcome.model_copy(update={"message": i})
+                        return outcome.reply
+                    except Exception as exc:  # noqa: BLE001 - hermes raised out of run_conversation
+                        raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
+                        return None
+                    finally:
+                        for _, _, done in batch:
+                            done.set()
+
+                gateway = HarnessPlatform(turn, run.busy_text_mode)
 
                 async def one(i: int, msg: UserMessage, _prepared: Any) -> None:
                     doubles.register_canceller(i, lambda: _interrupt(run, msg.session))
-                    try:
-                        outcomes[i] = await anyio.to_thread.run_sync(run.run_message, i, msg.session, msg.text)
-                    except Exception as exc:  # noqa: BLE001 - hermes raised out of run_conversation
-                        raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
+                    done = anyio.Event()
+                    waiting.setdefault(msg.session, []).append((i, msg.text, done))
+                    await gateway.handle_message(user_message(msg.session, msg.text, i))
+                    await done.wait()
 
                 await run_user_messages(scenario, one, doubles=doubles)
                 journal, usage = await anyio.to_thread.run_sync(run.journal)

@@ -113,11 +113,13 @@ def _requests_by_turn(ctx: Any) -> list[list[dict[str, Any]]]:
           "calls_per_response=1", "calls_per_response=2", "second_message=waits-on-lock", "second_message=after-turn"],
 )
 @PROPERTY_SETTINGS
-@given(turns=turns_strategy, pad=pads, waits=st.booleans())
-@example(turns=[[["ok"], ["fail", "deny"]], [["block"]]], pad=" ", waits=True)
-def test_prop_a_later_turn_sees_the_earlier_turns_whole(turns: list[list[list[str]]], pad: str, waits: bool) -> None:
+@given(turns=turns_strategy, waits=st.booleans())
+@example(turns=[[["ok"], ["fail", "deny"]], [["block"]]], waits=True)
+def test_prop_a_later_turn_sees_the_earlier_turns_whole(turns: list[list[list[str]]], waits: bool) -> None:
+    # Plain user texts: whitespace around them is MSG-002's (stored as sent); a kernel may
+    # normalise its API copy (hermes strips every message's text, conversation_loop.py:1043-1051).
     ctx = context("commonagent", "a later turn sees the earlier turns whole")
-    texts = _build(ctx, turns, pad, waits)
+    texts = _build(ctx, turns, "", waits)
     ctx.run()
     ctx.require_kernel_ran()
     if waits:  # the second message came while the first turn ran: the lock keeps them apart

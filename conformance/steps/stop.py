@@ -216,7 +216,9 @@ def then_cancelled_stream_not_stored(akc: ScenarioContext) -> None:
         for c in e["chunks"]
         if c.get("type") == "text" and c.get("text")
     ]
-    akc.evidence.require(f"text chunks model call {int(index) + 1} streamed before the cancel", chunks)
+    # the double logs what it streamed when the stream closes: a kernel process that abandons the
+    # cancelled stream (hermes over HTTP) may end the run first, leaving nothing to judge
+    akc.evidence.require(f"text chunks model call {int(index) + 1} streamed before the cancel", chunks, mandatory=False)
     stored = akc.evidence.require("messages the kernel stored", stored_messages(akc), mandatory=False)
     for m in stored:
         text = message_text(m)

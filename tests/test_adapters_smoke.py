@@ -142,6 +142,10 @@ FRAMEWORKS = [
             "DONE-004": Confirmed("pass", "strands/agent/agent.py:647-703; strands/event_loop/event_loop.py:1030-1043"),
             # SequentialToolExecutor runs the calls one after the other.
             "CONC-007": Confirmed("pass", "strands/tools/executors/sequential.py:50-64"),
+            # BeforeToolsEvent fires once before any tool of the batch, with every toolUse block.
+            "LOOP-007": Confirmed("pass", "strands/hooks/events.py:149-183; strands/event_loop/event_loop.py:888"),
+            # AfterToolsEvent fires once after every tool of the batch ended.
+            "LOOP-010": Confirmed("pass", "strands/hooks/events.py:186-218; strands/event_loop/event_loop.py:957-963"),
         },
     ),
     Framework(

@@ -99,3 +99,117 @@ def test_a_resource_call_applied_before_the_cancel_is_blocked_by_the_plan_gate()
     with pytest.raises(ConformanceFailure):
         then_resource_not_applied(FakeContext([start("d1", "fetch"), cancel_at("d1"), start("w1", "write")]), "w1")
     then_resource_not_applied(FakeContext([start("d1", "fetch"), cancel_at("d1"), end("d1")]), "w1")
+
+
+# --------------------------------------------------------------------------- CONC-001
+
+
+def test_a_rendezvous_beside_an_interactive_call_is_blocked_by_tool_kinds_where_they_are_lacking() -> None:
+    """A kernel with no tool kinds keeps interactive calls one at a time only by running every
+    call one at a time (strands' SequentialToolExecutor): the data-source calls beside them not
+    meeting is LOOP-008's fault, counted there."""
+    from conformance.boundary.adapter import Mechanism
+    from conformance.steps.common import ScenarioContext
+
+    block = ScenarioContext.block_on_kindless_rendezvous
+    tools = [SimpleNamespace(kind="data_source"), SimpleNamespace(kind="interactive")]
+
+    def ctx(mechanisms: dict[str, Any] | None, *, profile: str = "kernel", kinds: list[Any] = tools) -> Any:
+        return SimpleNamespace(info=SimpleNamespace(mechanisms=mechanisms), profile=profile, scenario=SimpleNamespace(tools=kinds))
+
+    with pytest.raises(Blocked) as caught:
+        block(ctx({"tool_kinds": Mechanism(kind="absent")}), "calls a1 and a2 did not run concurrently")
+    assert caught.value.by == ["LOOP-008"]
+    with pytest.raises(Blocked):
+        block(ctx({"pre-tool-call": Mechanism(kind="native")}), "x")  # not named in a table: absent
+    block(ctx({"tool_kinds": Mechanism(kind="native")}), "x")  # the kernel has kinds: the check judges
+    block(ctx(None), "x")  # nothing declared
+    block(ctx({"tool_kinds": Mechanism(kind="absent")}, kinds=tools[:1]), "x")  # no interactive call
+    block(ctx({"tool_kinds": Mechanism(kind="absent")}, profile="commonagent"), "x")
+
+
+# --------------------------------------------------------------------------- JOURNAL-002
+
+
+def test_a_stored_turn_check_on_a_journal_without_turns_is_blocked_by_journal_002() -> None:
+    """hermes stores sessions and messages, no turns: STOP-004's stored status, JOURNAL-005's
+    finished status and SESS-001's stored turns are start_turn's fault, counted at JOURNAL-002."""
+    from conformance.steps.turn import require_turn_records, stored_status
+
+    empty = SimpleNamespace(result=SimpleNamespace(journal=SimpleNamespace(turns=[])))
+    with pytest.raises(Blocked) as caught:
+        stored_status(empty, 1)  # type: ignore[arg-type]
+    assert caught.value.by == ["JOURNAL-002"]
+    some = SimpleNamespace(result=SimpleNamespace(journal=SimpleNamespace(turns=[object()])))
+    require_turn_records(some, "x")  # type: ignore[arg-type]  # turns are stored: the check judges
+
+
+# --------------------------------------------------------------------------- TURN-002, BUDGET-001
+
+
+def _turn_log(*events: tuple[str, str]) -> FakeContext:
+    """A log of (point, turn id) hook dispatches at depth 0."""
+    return FakeContext([{"kind": "hook", "point": p, "turn": {"turn_id": t, "depth": 0}} for p, t in events])
+
+
+def test_turns_that_overlapped_block_a_check_that_needs_them_apart_by_turn_002() -> None:
+    """TURN-003's property with the second message sent while the first turn runs: when the
+    turns overlapped (no session lock), the history it would judge was not laid down apart."""
+    from conformance.steps.turn import require_turns_one_at_a_time
+
+    ctx = _turn_log(("on_session_start", "t1"), ("on_session_start", "t2"), ("on_session_end", "t1"), ("on_session_end", "t2"))
+    ctx.hook_dispatches = lambda point: [e for e in ctx.log if e.get("point") == point]  # type: ignore[attr-defined]
+    with pytest.raises(Blocked) as caught:
+        require_turns_one_at_a_time(ctx)  # type: ignore[arg-type]
+    assert caught.value.by == ["TURN-002"]
+    apart = _turn_log(("on_session_start", "t1"), ("on_session_end", "t1"), ("on_session_start", "t2"), ("on_session_end", "t2"))
+    apart.hook_dispatches = lambda point: [e for e in apart.log if e.get("point") == point]  # type: ignore[attr-defined]
+    require_turns_one_at_a_time(apart)  # type: ignore[arg-type]
+
+
+def test_a_turn_counted_after_one_over_max_iterations_is_blocked_by_budget_001(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's script is one sequence: an earlier turn over max_iterations (hermes's summary
+    call and its retry) used up the responses scripted for the next, BUDGET-005's check."""
+    from conformance.steps import budget
+
+    made = {1: 4, 2: 1}
+    monkeypatch.setattr(budget, "turn_events", lambda _akc, k, *_: [{}] * made[k])
+    ctx = SimpleNamespace(scenario=SimpleNamespace(bounds=SimpleNamespace(max_iterations=2)), require_kernel_ran=lambda: None)
+    with pytest.raises(Blocked) as caught:
+        budget.then_turn_model_calls(ctx, "2", "2")  # type: ignore[arg-type]
+    assert caught.value.by == ["BUDGET-001"]
+    made[1] = 2  # the earlier turn kept to its budget: the count is this check's to judge
+    with pytest.raises(ConformanceFailure):
+        budget.then_turn_model_calls(ctx, "2", "2")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- TOOL-015
+
+
+def test_a_blocked_result_past_the_transform_is_legal_and_its_text_is_tool_007s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading transform-blocked-result: a kernel may give a blocked call's result past
+    transform_tool_result (hermes); then a text other than Blocked: <reason> is TOOL-007's."""
+    from conformance.steps import tool
+
+    sent: dict[str, Any] = {}
+    dispatched: list[Any] = []
+    monkeypatch.setattr(tool, "tool_result", lambda _akc, _k, _c: sent)
+    monkeypatch.setattr(tool, "call_dispatches", lambda _akc, _p, _c: dispatched)
+    ctx = SimpleNamespace(require_call_served=lambda _c: None, accepts=lambda _r: {"transformed", "not-transformed"},
+                          evidence=SimpleNamespace(saw=lambda *_: None))
+
+    def check() -> None:
+        tool.then_blocked_result_content(ctx, "2", "b1", "REDACTED-B", "Blocked: no")  # type: ignore[arg-type]
+
+    for text in ("REDACTED-B", "Blocked: no"):
+        sent["content"] = text
+        check()
+    sent["content"] = '{"error": "no"}'
+    with pytest.raises(Blocked) as caught:
+        check()
+    assert caught.value.by == ["TOOL-007"]
+    dispatched.append({})  # dispatched, its replacement ignored: TOOL-015's own fault
+    for text in ('{"error": "no"}', "Blocked: no"):
+        sent["content"] = text
+        with pytest.raises(ConformanceFailure):
+            check()

@@ -32,7 +32,10 @@ What maps to what (hermes-agent 0.19.0 source, site-packages paths):
   ``{"context": text}``), ``pre_api_request``, ``post_api_request``, ``api_request_error``,
   ``transform_llm_output`` (``replace`` → the new text), ``post_llm_call``, ``pre_tool_call``
   (``block`` → ``{"action": "block", "message": reason}``, ``ask_user`` → ``{"action": "approve",
-  "message": prompt}``), ``post_tool_call``, ``transform_tool_result`` (``replace`` → the new text),
+  "message": prompt}``; ``modify`` → a ``tool_request`` middleware, hermes's seam for rewriting a
+  call's arguments before the hook, ``register_middleware``, returning ``{"args": the arguments
+  hermes handed it, merged with the Modify's}``: the harness hook is dispatched there once per
+  call and its outcome kept for the hook), ``post_tool_call``, ``transform_tool_result`` (``replace`` → the new text),
   ``on_session_end``. A hook scripted to raise raises from the callback (hermes logs it and goes on:
   ``PluginManager.invoke_hook`` swallows callback exceptions).
 * approver → hermes's human gate (``tools.approval.request_tool_approval``) with the interactive
@@ -67,8 +70,8 @@ What does not exist in hermes (its requirements come out ``fail`` for a MUST):
 
 * hook points ``agent_loop_stopped`` and ``transform_api_error_classification`` (not in
   ``hermes_cli.plugins.VALID_HOOKS``): never registered, never dispatched;
-* ``Modify(args)`` from ``pre_tool_call`` (hermes's hook can only block or escalate to approval;
-  argument rewriting is a separate ``tool_request`` middleware seam that runs before the hook);
+* two ``Modify`` hooks composed on one call: hermes calls every ``tool_request`` middleware with
+  the same arguments and keeps the last result (``hermes_cli/middleware.py:137-156``);
 * tags (no tag concept: TurnInfo.tags is empty), turn records and per-turn status in the journal,
   a stored turn id per message, risk / duration / approval on tool-call records;
 * the scenario's pricing (hermes prices from its own tables; a custom endpoint's cost is unknown);

@@ -32,7 +32,7 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     "transform_api_error_classification": _m("absent", note="not in hermes_cli.plugins.VALID_HOOKS"),
     "transform_llm_output": _m("native", "PluginManager hook transform_llm_output"),
     "post_llm_call": _m("observe-only", "PluginManager hook post_llm_call"),
-    "pre_tool_call": _m("native", "PluginManager hook pre_tool_call (block / approve)"),
+    "pre_tool_call": _m("native", "PluginManager hook pre_tool_call (block / approve) + tool_request middleware (modify)"),
     "post_tool_call": _m("observe-only", "PluginManager hook post_tool_call"),
     "transform_tool_result": _m("native", "PluginManager hook transform_tool_result"),
     "agent_loop_stopped": _m("absent", note="not in hermes_cli.plugins.VALID_HOOKS"),

@@ -172,6 +172,8 @@ class _Run:
         self.create_lock = threading.Lock()
         self.risk = {t.name: t.risk for t in scenario.tools}
         self.tls = threading.local()
+        #: (hook id, call id) → the pre_tool_call outcome its tool_request middleware already got
+        self.pre_tool_outcomes: dict[tuple[str, str], Any] = {}
         self.server = _ModelServer(self)
         #: The scenario's profile as a hermes named profile (its own home under the root's
         #: ``profiles/``), entered per turn the way the gateway scopes a profile's turn; the default
@@ -245,11 +247,36 @@ class _Run:
 
         ctx = PluginContext(PluginManifest(name="akc-conformance", source="akc"), get_plugin_manager())
         for hook in self.scenario.hooks:
+            if hook.point == "pre_tool_call":
+                ctx.register_middleware("tool_request", self._tool_request_middleware(hook.id))
             if hook.point in HERMES_POINTS:
                 ctx.register_hook(hook.point, self._hook_callback(hook.id, hook.point))
 
+    def _tool_request_middleware(self, hook_id: str) -> Callable[..., Any]:
+        """Modify → hermes's ``tool_request`` middleware, its seam for rewriting a call's arguments
+        (``PluginContext.register_middleware``, hermes_cli/plugins.py:1177-1194), run before the
+        ``pre_tool_call`` hook with the call id (agent/tool_executor.py:268-291, 1101-1107). The
+        harness hook is dispatched here, once per call: a Modify returns its arguments merged
+        over the ones hermes handed over; the outcome is kept for the ``pre_tool_call`` hook of
+        the same call, which acts on Block and AskUser (``_dispatch``). hermes hands every
+        middleware the same arguments and keeps the last result (hermes_cli/middleware.py:137-160):
+        what two Modify hooks make of one call is hermes's, not merged here."""
+
+        def middleware(**kw: Any) -> Any:
+            payload = self._payload_pre_tool_call(kw)
+            turn = self.turn(kw.get("session_id"), kw.get("turn_id"))
+            out = self.portal.call(self.doubles.dispatch_hook, hook_id, "pre_tool_call", payload, turn)
+            self.pre_tool_outcomes[(hook_id, kw.get("tool_call_id") or "")] = out
+            if isinstance(out, dict) and out.get("kind") == "modify" and isinstance(out.get("args"), dict):
+                return {"args": {**(kw.get("args") or {}), **out["args"]}}
+            return None
+
+        middleware.__name__ = f"akc_{hook_id}_tool_request"
+        return middleware
+
     def _dispatch(self, hook_id: str, point: str, payload: Any, turn: JSON) -> JSON:
-        out = self.portal.call(self.doubles.dispatch_hook, hook_id, point, payload, turn)
+        kept = self.pre_tool_outcomes.pop((hook_id, payload.get("call_id") or ""), None) if point == "pre_tool_call" else None
+        out = kept if kept is not None else self.portal.call(self.doubles.dispatch_hook, hook_id, point, payload, turn)
         if isinstance(out, dict) and out.get("kind") == "raise":
             raise HookRaised(str(out.get("message", "hook failed")))
         return out if isinstance(out, dict) else {"kind": "continue"}

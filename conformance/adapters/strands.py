@@ -22,8 +22,13 @@ What maps to what:
   retry (``hooks/events.py:343-344, 400-401``), hence the middleware. context-assemble's budget is
   what strands counts against its ``Limits`` for the invocation (its cycles and tokens, read where
   ``_check_limits`` reads them, ``event_loop/event_loop.py:70-95``).
-* ``pre-tool-call`` → ``BeforeToolCallEvent`` and ``post-tool-call`` → ``AfterToolCallEvent``
-  (its ``result`` is writable).
+* ``pre-tool-call`` → ``BeforeToolsEvent``, fired once before any tool of the batch starts, with
+  the assistant message holding every ``toolUse`` block in order (``hooks/events.py:149-183``,
+  ``event_loop/event_loop.py:888``): one dispatch per block, in declaration order.
+  ``post-tool-call`` → ``AfterToolsEvent``, fired once after every tool of the batch ended
+  (``hooks/events.py:186-218``, ``event_loop/event_loop.py:957-963``): one dispatch per result that
+  strands' ``AfterToolCallEvent`` handed over as each tool ended (``tools/executors/_executor.py:134-140``),
+  then post-apply.
 * ``post-apply`` → ``AfterToolsEvent``, fired once after every tool of the batch
   (``hooks/events.py:186-218``, ``event_loop/event_loop.py:956-963``), with the plan strands has
   no veto chain for: the batch's resource calls, none vetoed (read from ``BeforeToolsEvent``'s
@@ -209,8 +214,8 @@ MECHANISMS: dict[str, Mechanism] = {
     "context-assemble": _m("native", "InvokeModelStage middleware (context.messages)", "budget: the invocation's cycles and tokens, which strands counts against its Limits"),
     "pre-model-call": _m("native", "InvokeModelStage middleware (context.messages / tool_specs / system_prompt / model)"),
     "post-model-response": _m("native", "InvokeModelStage middleware (the stage's ModelStopReason)"),
-    "pre-tool-call": _m("native", "BeforeToolCallEvent"),
-    "post-tool-call": _m("native", "AfterToolCallEvent"),
+    "pre-tool-call": _m("native", "BeforeToolsEvent (one dispatch per toolUse block)"),
+    "post-tool-call": _m("native", "AfterToolsEvent (one dispatch per AfterToolCallEvent result)"),
     "session-end": _m("native", "AfterInvocationEvent"),
     "plan-ready": _m("absent"),
     "post-apply": _m("native", "AfterToolsEvent", "the plan: the batch's resource calls, none vetoed (no plan-ready)"),
@@ -394,8 +399,7 @@ class StrandsAdapter:
             return {"id": tool_use.get("toolUseId"), "name": tool_use.get("name"), "args": tool_use.get("input")}
 
         async def before_tool(event: Any) -> None:
-            call = call_of(event.tool_use)
-            await hooks.chain("pre-tool-call", call, _turn.get())
+            call = call_of(event.tool_use)  # pre-tool-call was dispatched for the batch in before_tools
             if kinds.get(call["name"]) in ("data_source", "interactive"):
                 verdict = await doubles.policy_precheck(call, _turn.get())
                 if not verdict.get("allow", True):
@@ -405,16 +409,20 @@ class StrandsAdapter:
             result = event.result or {}
             content = "".join(c.get("text", "") for c in result.get("content") or [])
             payload = {"call": call_of(event.tool_use), "result": {"content": content, "is_error": result.get("status") == "error"}}
-            await hooks.chain("post-tool-call", payload, _turn.get())
+            holder.setdefault("results", []).append(payload)  # dispatched in after_tools, once all ended
 
         async def before_tools(event: Any) -> None:
             uses = [b["toolUse"] for b in event.message.get("content") or [] if "toolUse" in b]
+            for use in uses:  # 003 step 7: every block, in declaration order, before any tool starts
+                await hooks.chain("pre-tool-call", call_of(use), _turn.get())
             holder["plan"] = {"items": [
                 {"call_id": u.get("toolUseId"), "name": u.get("name"), "args": u.get("input"), "vetoed": False, "reason": None}
                 for u in uses if kinds.get(u.get("name")) == "resource"
             ]}
 
         async def after_tools(event: Any) -> None:
+            for payload in holder.pop("results", []):  # 003 step 13: after every call of the batch ended
+                await hooks.chain("post-tool-call", payload, _turn.get())
             await hooks.chain("post-apply", holder.pop("plan", {"items": []}), _turn.get())
 
         def make_tool(tool: ToolDef) -> Any:

@@ -16,7 +16,7 @@ from conformance.errors import Blocked, ConformanceFailure, HarnessError, expect
 from conformance.steps.common import ScenarioContext, table_rows
 from conformance.steps.ident import check_stored_turn, expected_top_turn, message_turn, stored_turn
 from conformance.steps.msg import expected_rows, loose, loosely
-from conformance.steps.turn import event_turn_id, journal_writes, stored_status, turn_events, turn_hooks, turn_id_of
+from conformance.steps.turn import event_turn_id, journal_writes, require_turn_records, stored_status, turn_events, turn_hooks, turn_id_of
 
 
 def _stored_turns(akc: ScenarioContext, turn_id: Any) -> list[TurnRecord]:
@@ -163,6 +163,7 @@ def journal_then_finished(akc: ScenarioContext) -> None:
         outcome = akc.outcome(k - 1)
         stored = _stored_turns(akc, turn.get("turn_id"))
         if not stored:
+            require_turn_records(akc, f"the status of the turn of message {k}")
             raise ConformanceFailure(f"the stored turn of message {k}", "a stored turn", "none")
         status = stored[-1].status
         if not status:
@@ -177,6 +178,7 @@ def journal_then_finished_with(akc: ScenarioContext, k: str, status: str) -> Non
     turn = stored_turn(akc, int(k))
     stored = _stored_turns(akc, turn.get("turn_id"))
     if not stored:
+        require_turn_records(akc, f"the status of the turn of message {k}")
         raise ConformanceFailure(f"the stored turn of message {k}", "a stored turn", "none")
     expect_equal(f"status of the stored turn of message {k}", status, stored[-1].status)
     akc.evidence.saw(f"the turn of message {k} finished in the journal with {status!r}")

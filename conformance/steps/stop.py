@@ -150,25 +150,6 @@ def then_resource_not_applied(akc: ScenarioContext, call: str) -> None:
     raise ConformanceFailure(f"tool {call}", "it did not run", "it ran")
 
 
-@then(parsers.re(r'resource call "(?P<call>[^"]+)" was not applied$'))
-def then_resource_not_applied(akc: ScenarioContext, call: str) -> None:
-    """A resource call of the cancelled turn never started. Started after the cancel, that is this
-    requirement's failure (STOP-001); started before it, while the turn's data-source or
-    interactive calls still ran, the kernel held no resource call back for a plan/apply gate:
-    that is LOOP-009's subject (plan-ready comes after those calls, before any resource call),
-    not the cancel's — blocked by it (one fault, one verdict)."""
-    seq = cancel_event(akc)["seq"]
-    akc.require_call_served(call)
-    starts = [e for e in akc.tool_starts() if e.get("call_id") == call]
-    if not starts:
-        akc.evidence.saw(f"resource call {call} never started")
-        return
-    if starts[0]["seq"] > seq:
-        raise ConformanceFailure(f"resource call {call}", "not applied after the cancel", "it started after the cancel")
-    raise Blocked(by="LOOP-009", reason=f"resource call {call} started before the cancel (at {cancel_point(akc)}): "
-                  "no plan/apply gate held it back until the turn's data-source and interactive calls ended")
-
-
 @then("no assistant message stands for the cancelled model call")
 def then_no_husk_stored(akc: ScenarioContext) -> None:
     """000: "Nothing partial is saved from a cancelled model call": beside its text (checked by
@@ -235,7 +216,9 @@ def then_cancelled_stream_not_stored(akc: ScenarioContext) -> None:
         for c in e["chunks"]
         if c.get("type") == "text" and c.get("text")
     ]
-    akc.evidence.require(f"text chunks model call {int(index) + 1} streamed before the cancel", chunks)
+    # the double logs what it streamed when the stream closes: a kernel process that abandons the
+    # cancelled stream (hermes over HTTP) may end the run first, leaving nothing to judge
+    akc.evidence.require(f"text chunks model call {int(index) + 1} streamed before the cancel", chunks, mandatory=False)
     stored = akc.evidence.require("messages the kernel stored", stored_messages(akc), mandatory=False)
     for m in stored:
         text = message_text(m)

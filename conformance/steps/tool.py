@@ -9,7 +9,7 @@ from typing import Any
 from pytest_bdd import given, parsers, then
 
 from conformance.boundary.adapter import RunResult
-from conformance.errors import ConformanceFailure, HarnessError, expect_equal, show
+from conformance.errors import Blocked, ConformanceFailure, HarnessError, expect_equal, show
 from conformance.steps.common import ScenarioContext, split_ids
 from conformance.steps.turn import parse_json
 
@@ -90,6 +90,28 @@ def then_tool_result_content(akc: ScenarioContext, k: str, err: str | None, call
     if err:
         expect_equal(f"is_error of the tool result for {call_id} in model request {k}", True, result.get("is_error"))
     akc.evidence.saw(f"the tool result of {call_id} in model request {k}")
+
+
+@then(
+    parsers.re(
+        r'the request of model call (?P<k>\d+) has the blocked call "(?P<call_id>[^"]+)" with content "(?P<content>.*)", '
+        r'or "(?P<blocked>.*)" where blocked results are not transformed$'
+    )
+)
+def then_blocked_result_content(akc: ScenarioContext, k: str, call_id: str, content: str, blocked: str) -> None:
+    """The tool_result of this blocked call in model request k: transform_tool_result's text, or
+    (reading transform-blocked-result) the Blocked: <reason> text step 3 gives, where the kernel
+    did not dispatch transform_tool_result for it. Then another text than that is the blocked
+    text's fault (TOOL-007's subject), which blocks the check."""
+    akc.require_call_served(call_id)
+    got = tool_result(akc, int(k), call_id).get("content")
+    what = f"content of the tool result for {call_id} in model request {k}"
+    skipped = "not-transformed" in akc.accepts("transform-blocked-result") and not call_dispatches(akc, "transform_tool_result", call_id)
+    if got != content and skipped and got != blocked:
+        raise Blocked("TOOL-007", f"transform_tool_result was not dispatched for the blocked call {call_id} (a legal reading), and its result is {show(got)}, not {blocked!r}")
+    if got != content and not (skipped and got == blocked):
+        raise ConformanceFailure(what, repr(content) + (f" or {blocked!r}" if skipped else ""), got)
+    akc.evidence.saw(f"the tool result of blocked call {call_id} in model request {k}: {got!r}")
 
 
 # ========================================================================== Then: hooks per call

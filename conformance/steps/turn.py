@@ -14,6 +14,7 @@ from typing import Any
 from pytest_bdd import given, parsers, then
 
 from conformance.errors import (
+    Blocked,
     ConformanceFailure,
     HarnessError,
     Incomplete,
@@ -130,8 +131,17 @@ def stored_messages(akc: ScenarioContext, k: int | None = None) -> list[dict[str
     return [r.message for r in records if session is None or r.session_id == session]
 
 
+def require_turn_records(akc: ScenarioContext, what: str) -> None:
+    """Precondition of a check on a stored turn: the journal stores turns at all. A journal with
+    no turn record (hermes stores sessions and messages only) lacks start_turn, JOURNAL-002's
+    subject: the check is blocked by it, not failed again (one fault, one verdict)."""
+    if not akc.result.journal.turns:
+        raise Blocked("JOURNAL-002", f"the journal stores no turns, so {what} cannot be read")
+
+
 def stored_status(akc: ScenarioContext, k: int) -> str | None:
     """The status the journal holds for user message k's turn."""
+    require_turn_records(akc, f"the status of the turn of user message {k}")
     tid = turn_id_of(akc, k)
     for record in akc.result.journal.turns:
         if record.turn.turn_id == tid:
@@ -144,12 +154,13 @@ def contains_text(value: Any, needle: str) -> bool:
     return needle in json.dumps(value, ensure_ascii=False, default=str)
 
 
-def require_text_handed_over(akc: ScenarioContext, text: str) -> None:
+def require_text_handed_over(akc: ScenarioContext, text: str, *, mandatory: bool = True) -> None:
     """Evidence for a "never stored / not sent" check about ``text``: the harness handed the
-    kernel this text — a scripted hook returned it, or the model streamed it."""
+    kernel this text — a scripted hook returned it, or the model streamed it. Not ``mandatory``:
+    never handed makes the check incomplete, not failed (a kernel need not read a stream)."""
     handed = [e for e in akc.events("hook") if contains_text(e.get("outcome"), text)]
     handed += [e for e in akc.events("model_response") if contains_text(e.get("chunks"), text)]
-    akc.evidence.require(f"the kernel was handed {text!r} (by a hook or the model)", handed)
+    akc.evidence.require(f"the kernel was handed {text!r} (by a hook or the model)", handed, mandatory=mandatory)
 
 
 # ========================================================================== Given
@@ -200,8 +211,20 @@ def then_turns_serialised(akc: ScenarioContext) -> None:
         [e for e in submits if any(a < e["seq"] < b for a, b in spans.values())],
         mandatory=False,
     )
+    overlap = first_overlap(akc, ids)
+    if overlap:
+        raise ConformanceFailure(
+            "a later turn of the session", "its first hook or model call after the earlier turn's on_session_end", overlap
+        )
+    akc.evidence.saw(f"{len(ids)} turns of one session ran one after the other")
+
+
+def first_overlap(akc: ScenarioContext, ids: list[str]) -> str | None:
+    """The first event of a later turn before the on_session_end of one that started earlier,
+    in words (None: the turns ran one at a time, TURN-002's subject)."""
+    spans = {tid: turn_span(akc, tid) for tid in ids if any(event_turn_id(e) == tid for e in akc.events(*TURN_EVENTS))}
     events = akc.events(*TURN_EVENTS)
-    ordered = sorted(ids, key=lambda t: spans[t][0])
+    ordered = sorted(spans, key=lambda t: spans[t][0])
     for i, first in enumerate(ordered):
         end = spans[first][1]
         for second in ordered[i + 1 :]:
@@ -209,12 +232,17 @@ def then_turns_serialised(akc: ScenarioContext) -> None:
             if early:
                 e = early[0]
                 what = e.get("point") or e["kind"]
-                raise ConformanceFailure(
-                    "a later turn of the session",
-                    "its first hook or model call after the earlier turn's on_session_end",
-                    f"{what} of turn {second} before the on_session_end of turn {first} (log seq {e['seq']} < {end})",
-                )
-    akc.evidence.saw(f"{len(ids)} turns of one session ran one after the other")
+                return f"{what} of turn {second} before the on_session_end of turn {first} (log seq {e['seq']} < {end})"
+    return None
+
+
+def require_turns_one_at_a_time(akc: ScenarioContext) -> None:
+    """Precondition of a check whose later message came while an earlier turn ran: the session
+    ran its turns one at a time (the session lock, TURN-002's subject). Turns that overlapped
+    block the check: what it would judge of each turn did not happen apart."""
+    overlap = first_overlap(akc, top_level_turn_ids(akc))
+    if overlap:
+        raise Blocked("TURN-002", f"the session's turns overlapped: {overlap}")
 
 
 # ========================================================================== Then: history, user message
@@ -273,13 +301,15 @@ def then_request_contains(akc: ScenarioContext, k: str, neg: str, text: str) -> 
     """Whether this text occurs anywhere in model request k's messages."""
     messages = all_messages(akc.model_request(int(k)))
     found = [project(m) for m in messages if contains_text(m, text)]
-    if neg != "contains":
-        require_text_handed_over(akc, text)
-    akc.evidence.saw(f"model request {k} {neg} {text!r}")
     if neg == "contains" and not found:
         raise ConformanceFailure(f"model request {k}", f"a message containing {text!r}", [project(m) for m in messages])
     if neg != "contains" and found:
         raise ConformanceFailure(f"model request {k}", f"no message containing {text!r}", found)
+    if neg != "contains":
+        # the text a model streamed before a cancel is logged when its stream closes: a run that
+        # ends first (or a kernel that never read it) leaves nothing to judge — incomplete
+        require_text_handed_over(akc, text, mandatory=False)
+    akc.evidence.saw(f"model request {k} {neg} {text!r}")
 
 
 # ========================================================================== Then: system prompt

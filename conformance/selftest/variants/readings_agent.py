@@ -139,6 +139,43 @@ class AgentPostToolCallBare(CommonAgent):
             del self._dispatch
 
 
+# =========================================================================== transform-blocked-result
+
+
+@variant()
+class AgentTransformSkipsBlocked(CommonAgent):
+    """Reading transform-blocked-result (TOOL-015). Seed 000, each tool call: "Block(reason) → the
+    tool does not run. The model gets Blocked: <reason> as an error result"; step 5 fires
+    post_tool_call "for blocked and failed calls too"; step 6 "Fire transform_tool_result, which
+    may replace the result text" (no such extension). Reference: a blocked call's result goes
+    through transform_tool_result too. Variant: it does not (as hermes): post_tool_call fires,
+    the model gets Blocked: <reason>."""
+
+    async def _decide(self, t: Any, c: Call, span: str) -> bool:
+        looked_up = c.content is None
+        go = await super()._decide(t, c, span)
+        if looked_up and not go and c.approval is None:
+            self.__dict__.setdefault("_blocked", set()).add(id(c))
+        return go
+
+    async def _after(self, t: Any, c: Call, span: str) -> None:
+        if id(c) not in self.__dict__.get("_blocked", set()):
+            return await super()._after(t, c, span)
+        self._blocked.discard(id(c))
+        original = self._dispatch
+
+        async def dispatch(point: str, payload: Any, *args: Any, **kwargs: Any) -> Any:
+            if point == "transform_tool_result":
+                return payload  # not dispatched: the result stays Blocked: <reason>
+            return await original(point, payload, *args, **kwargs)
+
+        self._dispatch = dispatch  # type: ignore[method-assign]
+        try:
+            await super()._after(t, c, span)
+        finally:
+            del self._dispatch
+
+
 # =========================================================================== pre-llm-call-context
 
 

@@ -46,11 +46,12 @@ What maps to what (the ``LlmAgent`` callbacks):
   ``generate_content`` the model call, ``execute_tool`` the tool; ``invocation`` and ``call_llm``
   are ``other``.
 * Usage → ``LlmResponse.usage_metadata`` tokens only: ADK computes no cost.
-* Tool concurrency → ADK's default (every call of a response a task, gathered): a tool has no kind,
-  and its only serialising setting (``RunConfig.tool_thread_pool_config`` with one worker,
-  ``agents/run_config.py:199-232``) runs every call alone, so interactive calls kept apart would cost
-  the data-source calls' concurrency; CONC-007 is blocked by LOOP-008 (no tool kinds), as on every
-  kernel without them.
+* Interactive tools one at a time → ``RunConfig.tool_thread_pool_config =
+  ToolThreadPoolConfig(max_workers=1)`` when the scenario has one (``agents/run_config.py:55-80,
+  199-232``): ADK then calls a synchronous ``FunctionTool``'s function on its tool thread pool
+  (``utils/_sync_runner.py:186-201``), one call at a time with one worker, so the scenario's tools
+  are synchronous ``FunctionTool`` objects there. Every call of such a scenario runs alone (no per-call
+  setting exists), as smolagents' ``max_tool_threads=1``.
 * Cancellation → the host cancels the task iterating ``run_async``, once (as asyncio does), and
   waits for ADK's cleanup, which cancels the agent's root task and awaits it.
 
@@ -70,6 +71,8 @@ from importlib import metadata
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from conformance.adapters._common import Hooks, OtelSpans, Run, Session, mapping, mapping_code, run_messages, tool_spec
 from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
@@ -267,7 +270,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-apply": _m("native", "BasePlugin.on_event_callback (the merged function-response event)", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)"),
     "tool_kinds": _m("absent", note="every call of a response runs as a concurrent task"),
-    "concurrency_keys": _m("absent", note="the calls of a response run as concurrent tasks, gathered (flows/llm_flows/tools/_batch_executor.py:262-274)"),
+    "concurrency_keys": _m("absent", note="the calls of a response run as concurrent tasks; RunConfig.tool_thread_pool_config with max_workers=1 (agents/run_config.py:199-232) when the scenario has an interactive tool, so all run one at a time"),
     "terminal_tool": _m("native", "ToolContext.actions.skip_summarization"),
     "max_turns": _m("native", "RunConfig.max_llm_calls → LlmCallsLimitExceededError"),
     "final_turn": _m("absent", note="the call over the limit raises; no model call without tools"),
@@ -291,7 +294,7 @@ class GoogleAdkAdapter:
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
-        from google.adk.agents.run_config import RunConfig
+        from google.adk.agents.run_config import RunConfig, ToolThreadPoolConfig
         from google.adk.runners import Runner
         from google.adk.sessions import InMemorySessionService
         from google.genai import types
@@ -300,7 +303,8 @@ class GoogleAdkAdapter:
         service = InMemorySessionService()
         from google.adk.apps import App
 
-        agent, plugins = self._build(scenario, doubles)
+        one_at_a_time = any(t.kind == "interactive" for t in scenario.tools)
+        agent, plugins = self._build(scenario, doubles, sync_tools=one_at_a_time)
         runner = Runner(app=App(name=APP, root_agent=agent, plugins=plugins), session_service=service)
         trace_ids: set[int] = set()
         created: set[str] = set()
@@ -311,6 +315,9 @@ class GoogleAdkAdapter:
                 created.add(session.id)
                 await service.create_session(app_name=APP, user_id=USER, session_id=session.id)
             config = RunConfig(max_llm_calls=scenario.bounds.max_turns) if scenario.bounds.max_turns is not None else RunConfig()
+            if one_at_a_time:
+                # ADK's way to keep calls one at a time: synchronous tool functions on a one-worker pool
+                config.tool_thread_pool_config = ToolThreadPoolConfig(max_workers=1)
 
             async def consume() -> str:
                 reply = ""
@@ -343,15 +350,17 @@ class GoogleAdkAdapter:
         result.spans = OtelSpans.spans(trace_ids, span_kind)
         return result
 
-    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, list[Any]]:
+    def _build(self, scenario: Scenario, doubles: Doubles, *, sync_tools: bool = False) -> tuple[Any, list[Any]]:
         from google.adk.agents import LlmAgent
         from google.adk.models.base_llm import BaseLlm
         from google.adk.plugins.base_plugin import BasePlugin
         from google.adk.models.llm_response import LlmResponse
         from google.adk.tools.base_tool import BaseTool
+        from google.adk.tools.function_tool import FunctionTool
         from google.genai import types
 
         hooks = Hooks(scenario, doubles)
+        token = anyio.lowlevel.current_token()
         kinds = {t.name: t.kind for t in scenario.tools}
 
         class ScriptedLlm(BaseLlm):
@@ -382,6 +391,26 @@ class GoogleAdkAdapter:
             if tool.terminates_turn:  # ADK's own "this response is final"
                 tool_context.actions.skip_summarization = True
             return {"error": str(out.get("content", ""))} if out.get("is_error") else {"result": str(out.get("content", ""))}
+
+        class SyncScenarioTool(FunctionTool):
+            """The scenario tool as a synchronous ``FunctionTool``, whose function ADK calls on its
+            tool thread pool when ``RunConfig.tool_thread_pool_config`` is set (the function runs
+            with a copy of the caller's context variables, ``utils/_sync_runner.py:139-156``)."""
+
+            def __init__(self, tool: ToolDef) -> None:
+                def call(tool_context: Any, **args: Any) -> dict[str, str]:
+                    return anyio.from_thread.run(run_tool, tool, args, tool_context, _turn.get(), token=token)
+
+                call.__name__, call.__doc__ = tool.name, tool.description or tool.name
+                super().__init__(call)
+                self.tool = tool
+
+            def _get_declaration(self) -> Any:
+                return types.FunctionDeclaration(name=self.tool.name, description=self.description, parameters_json_schema=self.tool.input_schema)
+
+            def _prepare_invocation_args(self, args: dict[str, Any], tool_context: Any) -> dict[str, Any]:
+                # the scenario's JSON schema, not a Python signature, says what the tool takes: all of it
+                return {**args, "tool_context": tool_context}
 
         async def before_agent(callback_context: Any) -> None:
             await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
@@ -486,7 +515,7 @@ class GoogleAdkAdapter:
 
         agent = LlmAgent(
             name="akc", model=ScriptedLlm(model=scenario.model.name or "akc-scripted"), instruction=scenario.system_prompt or "",
-            tools=[ScenarioTool(t) for t in scenario.tools],
+            tools=[SyncScenarioTool(t) if sync_tools else ScenarioTool(t) for t in scenario.tools],
             before_agent_callback=before_agent, after_agent_callback=after_agent,
             before_model_callback=before_model, after_model_callback=after_model,
             before_tool_callback=before_tool,

@@ -47,10 +47,9 @@ What maps to what:
   620-623``), with the plan smolagents has no veto chain for: the step's resource calls, none
   vetoed (from the step's ``tool_calls``, ``memory.py:51-64``). Not for the step that calls
   ``final_answer``.
-* Tool concurrency → smolagents' default (a step's calls on one thread pool, ``agents.py:1238,
-  1426``): a tool has no kind, and its only serialising setting, ``max_tool_threads=1``, runs every
-  call alone, so interactive calls kept apart would cost the data-source calls' concurrency;
-  CONC-007 is blocked by LOOP-008 (no tool kinds), as on every kernel without them.
+* Interactive tools one at a time → ``max_tool_threads=1`` (the size of the step's thread pool,
+  ``agents.py:1238, 1426``) when the scenario has one; the step's other calls then run one at a
+  time too (no per-call setting exists).
 
 What does not exist in smolagents, so is left out: a point before the model call
 (session-start, context-assemble, pre-model-call: ``step_callbacks`` only observe a finished
@@ -187,7 +186,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "session-end": _m("observe-only", "step_callbacks[FinalAnswerStep] (agents.py:609-623)", "not called when the run raises"),
     "policy_precheck": _m("absent"),
     "tool_kinds": _m("absent"),
-    "concurrency_keys": _m("absent", note="a step's calls all run in one thread pool (agents.py:1238, 1426)"),
+    "concurrency_keys": _m("absent", note="a step's calls all run in one thread pool; max_tool_threads=1 (agents.py:1238, 1426) when the scenario has an interactive tool, so all run one at a time"),
     "terminal_tool": _m("absent", note="only its own final_answer tool ends a run"),
     "max_turns": _m("native", "agent.run(max_steps=)"),
     "final_turn": _m("native", "_handle_max_steps_reached → provide_final_answer (no tools)"),
@@ -417,6 +416,9 @@ class SmolagentsAdapter:
             logger=AgentLogger(level=LogLevel.OFF, console=Console(quiet=True)),
             stream_outputs=True,
             step_callbacks=callbacks or None,
+            # the way smolagents keeps calls one at a time (its thread pool's size, agents.py:1426):
+            # with an interactive tool in the scenario, every call of a step runs alone
+            max_tool_threads=1 if any(t.kind == "interactive" for t in scenario.tools) else None,
         )
         return agent, follow
 

@@ -1,0 +1,5 @@
+import json
+for k in ["claude-agent-sdk","pydantic-ai"]:
+    d=json.load(open(f"docs/conformance-reports/{k}.json"))
+    for r in d["requirements"]:
+        if r.get("verdict")=="fail" and r.get("gating"): print(k, r["id"])

@@ -213,3 +213,27 @@ def test_a_blocked_result_past_the_transform_is_legal_and_its_text_is_tool_007s(
         sent["content"] = text
         with pytest.raises(ConformanceFailure):
             check()
+
+
+# --------------------------------------------------------------------------- TOOL-003 / LOOP-012
+
+
+def test_an_order_check_on_a_request_without_tool_results_is_blocked_by_loop_012() -> None:
+    """smolagents hands a step's results back as one Observation text: no tool_result message to
+    order, which is LOOP-012's subject (one tool_result per call in the history), counted there."""
+    from conformance.steps.common import block_on_no_tool_results
+
+    def ctx(requests: int, ran: bool, profile: str = "kernel", ids: tuple[str, ...] = ("TOOL-003",)) -> Any:
+        return SimpleNamespace(
+            profile=profile, requirement_ids=list(ids),
+            events=lambda *_k: [{}] * requests, tool_starts=lambda: [{}] if ran else [],
+        )
+
+    with pytest.raises(Blocked) as caught:
+        block_on_no_tool_results(ctx(2, True), 2, [])
+    assert caught.value.by == ["LOOP-012"]
+    block_on_no_tool_results(ctx(2, True), 2, ["a1"])  # results there: the order is judged
+    block_on_no_tool_results(ctx(1, True), 2, [])  # no such request: the check's own evidence fails
+    block_on_no_tool_results(ctx(2, False), 2, [])  # no tool ran: nothing to hand back
+    block_on_no_tool_results(ctx(2, True, ids=("LOOP-012",)), 2, [])  # its own subject
+    block_on_no_tool_results(ctx(2, True, profile="commonagent"), 2, [])

@@ -10,13 +10,18 @@ from typing import Any
 
 import pytest
 
-from conformance.errors import ConformanceFailure
+from conformance.errors import Blocked, ConformanceFailure
 from conformance.suite import test_prop_conc as prop
 
 
 class FakeContext:
-    def __init__(self) -> None:
+    def __init__(self, keys: str = "native") -> None:
         self.scenario = SimpleNamespace(rendezvous=[], timeout_s=None)
+        self.keys = keys
+
+    def block_on_lacking_mechanism(self, mechanism: str, what: str) -> None:
+        if mechanism == "concurrency_keys" and self.keys != "native":
+            raise Blocked("CONC-002", what)
 
     def add_tool(self, tool: Any) -> None:
         pass
@@ -43,3 +48,18 @@ def test_an_unmet_rendezvous_names_one_subject(monkeypatch: pytest.MonkeyPatch, 
     with pytest.raises(ConformanceFailure) as info:
         prop.check_distinct_keys("p", (kind, calls))
     assert info.value.subject == [subject]
+
+
+def test_provider_keys_held_apart_on_a_kernel_without_concurrency_keys_are_conc_002s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unsafe calls of two providers serialised by one global barrier: the kernel has no
+    concurrency keys (CONC-002's subject), so CONC-006's check is blocked by it; safe keys that
+    did not meet stay CONC-001's own failure."""
+    monkeypatch.setattr(prop, "context", lambda *_a, **_k: FakeContext(keys="absent"))
+    unsafe = [(f"x{i}", t, {"path": "a", "mode": "r", "n": i}) for i, t in enumerate(["sa", "ua"], 1)]
+    with pytest.raises(Blocked) as blocked:
+        prop.check_distinct_keys("p", ("data_source", unsafe))
+    assert blocked.value.by == ["CONC-002"]
+    safe = [(f"x{i}", t, {"path": "a", "mode": "r", "n": i}) for i, t in enumerate(["ka", "sa"], 1)]
+    with pytest.raises(ConformanceFailure) as failed:
+        prop.check_distinct_keys("p", ("data_source", safe))
+    assert failed.value.subject == ["CONC-001"]

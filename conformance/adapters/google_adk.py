@@ -55,7 +55,13 @@ What maps to what (the ``LlmAgent`` callbacks):
 * Cancellation → the host cancels the task iterating ``run_async``, once (as asyncio does), and
   waits for ADK's cleanup, which cancels the agent's root task and awaits it.
 
-Absent in google-adk: ``plan-ready``, tool kinds and concurrency keys (the calls of
+* plan-ready → ADK's tool confirmation: a resource tool asks ``ToolContext.request_confirmation``
+  (``agents/context.py:702-731``), the invocation pauses (resumable app, ``apps/_configs.py:29-46``)
+  while the response's other calls run, the veto chain decides, and the run resumes with an
+  ``adk_request_confirmation`` response per call (``flows/llm_flows/tools/_confirmation.py:170-215``);
+  a response without resource calls gets an empty plan from ``on_event_callback``.
+
+Absent in google-adk: tool kinds and concurrency keys (the calls of
 one response run as concurrent tasks), a final tool-less turn when ``max_llm_calls`` fires, a
 doom-loop detector, a cost or wall-clock bound, TurnInfo and tags. Sub-agents are not wired
 (``AgentTool`` and ``sub_agents`` exist; the adapter maps no child agents onto them).
@@ -79,6 +85,7 @@ from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcom
 from conformance.boundary.scenario import Scenario, ToolDef
 
 _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_adk_turn")
+_gate: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_adk_gate")  # the plan-ready gate of the running message
 APP = "akc"
 #: How long a cancelled run may take to clean up (ADK waits for its root task) before the host gives up.
 CANCEL_CLEANUP_S = 10.0
@@ -266,7 +273,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "pre-tool-call": _m("native", "LlmAgent.after_model_callback (every call of the response, before any task starts)"),
     "post-tool-call": _m("native", "BasePlugin.on_event_callback (the merged function-response event)"),
     "session-end": _m("native", "LlmAgent.after_agent_callback / BasePlugin.on_run_error_callback (the run raised)"),
-    "plan-ready": _m("absent"),
+    "plan-ready": _m("native", "ToolContext.request_confirmation on resource tools → adk_request_confirmation → resumed with ToolConfirmation"),
     "post-apply": _m("native", "BasePlugin.on_event_callback (the merged function-response event)", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)"),
     "tool_kinds": _m("absent", note="every call of a response runs as a concurrent task"),
@@ -305,12 +312,17 @@ class GoogleAdkAdapter:
 
         one_at_a_time = any(t.kind == "interactive" for t in scenario.tools)
         agent, plugins = self._build(scenario, doubles, sync_tools=one_at_a_time)
-        runner = Runner(app=App(name=APP, root_agent=agent, plugins=plugins), session_service=service)
+        from google.adk.apps import ResumabilityConfig
+
+        # a confirmation request pauses the invocation (apps/_configs.py:29-46)
+        runner = Runner(app=App(name=APP, root_agent=agent, plugins=plugins, resumability_config=ResumabilityConfig(is_resumable=True)), session_service=service)
         trace_ids: set[int] = set()
         created: set[str] = set()
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             _turn.set(run.turn(session, index))
+            gate: dict[str, Any] = {"held": [], "awaiting": False}
+            _gate.set(gate)
             if session.id not in created:
                 created.add(session.id)
                 await service.create_session(app_name=APP, user_id=USER, session_id=session.id)
@@ -319,12 +331,38 @@ class GoogleAdkAdapter:
                 # ADK's way to keep calls one at a time: synchronous tool functions on a one-worker pool
                 config.tool_thread_pool_config = ToolThreadPoolConfig(max_workers=1)
 
-            async def consume() -> str:
+            async def consume_one(message: Any) -> str:
                 reply = ""
                 async for event in runner.run_async(user_id=USER, session_id=session.id,
-                                                    new_message=types.Content(role="user", parts=[types.Part(text=text)]), run_config=config):
+                                                    new_message=message, run_config=config):
                     if event.is_final_response() and event.content is not None:
                         reply = "".join(p.text or "" for p in event.content.parts or [] if p.text and not p.thought) or reply
+                return reply
+
+            async def consume() -> str:
+                reply = await consume_one(types.Content(role="user", parts=[types.Part(text=text)]))
+                answered: set[str] = set()
+                while gate.get("awaiting"):
+                    # plan-ready on ADK's tool confirmation: the resource calls asked for
+                    # confirmation while the others ran; the veto chain decides, the run resumes
+                    stored = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+                    requests = []
+                    for e in stored.events if stored else []:
+                        for fc in e.get_function_calls() if e.content is not None else []:
+                            if fc.name == "adk_request_confirmation" and fc.id not in answered:
+                                requests.append((fc.id, (fc.args or {}).get("originalFunctionCall") or {}))
+                    items = [{"call_id": o.get("id"), "name": o.get("name"), "args": o.get("args") or {}, "vetoed": False, "reason": None} for _, o in requests]
+                    plan = await self._hooks.plan_ready({"items": items}, _turn.get())
+                    gate["plan"] = plan
+                    decided = Hooks.decisions(plan)
+                    parts = []
+                    for rid, o in requests:
+                        answered.add(rid)
+                        reason = decided.get(o.get("id"), "removed from the plan")
+                        parts.append(types.Part(function_response=types.FunctionResponse(
+                            id=rid, name="adk_request_confirmation", response={"confirmed": reason is None, "payload": reason})))
+                    gate["awaiting"] = False
+                    reply = await consume_one(types.Content(role="user", parts=parts))
                 return reply
 
             with OtelSpans.marker(trace_ids):
@@ -360,6 +398,7 @@ class GoogleAdkAdapter:
         from google.genai import types
 
         hooks = Hooks(scenario, doubles)
+        self._hooks = hooks
         token = anyio.lowlevel.current_token()
         kinds = {t.name: t.kind for t in scenario.tools}
 
@@ -384,6 +423,13 @@ class GoogleAdkAdapter:
 
         async def run_tool(tool: ToolDef, args: dict[str, Any], tool_context: Any, turn: dict[str, Any]) -> dict[str, str]:
             call = {"id": tool_context.function_call_id, "name": tool.name, "args": args}
+            if tool.kind == "resource":  # held for plan-ready (ADK tool confirmation)
+                conf = getattr(tool_context, "tool_confirmation", None)
+                if conf is None:
+                    tool_context.request_confirmation(hint="plan-ready")
+                    return {"result": "awaiting plan-ready"}
+                if not conf.confirmed:
+                    return {"error": f"Vetoed: {conf.payload}"}
             try:
                 out = await doubles.invoke_tool(call, turn)
             except ToolFailed as exc:  # a scripted failure: ADK's error response
@@ -413,9 +459,14 @@ class GoogleAdkAdapter:
                 return {**args, "tool_context": tool_context}
 
         async def before_agent(callback_context: Any) -> None:
+            if _gate.get().get("started"):  # a run resumed after confirmation, same message
+                return
+            _gate.get()["started"] = True
             await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
 
         async def after_agent(callback_context: Any) -> None:
+            if _gate.get().get("awaiting"):  # paused for plan-ready, the session goes on
+                return
             # ADK runs after_agent_callback also when the task driving the agent is cancelled
             # (agents/base_agent.py:453-467): it reports the cancellation that task is going through,
             # shielded so that a second cancel does not cut the dispatch short
@@ -488,6 +539,15 @@ class GoogleAdkAdapter:
                 responses = event.get_function_responses() if event.content is not None else []
                 if not responses:
                     return None
+                gate = _gate.get()
+                if event.actions.requested_tool_confirmations:  # resource calls wait for plan-ready
+                    gate["awaiting"] = True
+                    gate["held"] += [r for r in responses if r.id not in event.actions.requested_tool_confirmations]
+                    return None
+                if not gate.get("held") and not any(kinds.get(r.name) == "resource" for r in responses):
+                    gate["plan"] = await hooks.plan_ready({"items": []}, _turn.get())
+                responses = gate.pop("held", []) + list(responses)
+                gate["held"] = []
                 calls = []
                 for r in responses:
                     call = asked.get(r.id) or {"id": r.id, "name": r.name, "args": {}}
@@ -497,7 +557,7 @@ class GoogleAdkAdapter:
                     await hooks.chain("post-tool-call", {"call": call, "result": result}, _turn.get())
                     if r.name in terminal:  # the turn ends at the terminal tool's post-tool-call
                         return None
-                plan = {"items": [
+                plan = gate.pop("plan", None) or {"items": [  # the plan the veto chain left
                     {"call_id": c["id"], "name": c["name"], "args": c["args"], "vetoed": False, "reason": None}
                     for c in calls if kinds.get(c["name"]) == "resource"
                 ]}

@@ -268,7 +268,11 @@ class _Run:
             out = self.portal.call(self.doubles.dispatch_hook, hook_id, "pre_tool_call", payload, turn)
             self.pre_tool_outcomes[(hook_id, kw.get("tool_call_id") or "")] = out
             if isinstance(out, dict) and out.get("kind") == "modify" and isinstance(out.get("args"), dict):
-                return {"args": {**(kw.get("args") or {}), **out["args"]}}
+                args = kw.get("args")
+                if isinstance(args, dict):  # hermes hands every middleware the same working copy: edit it in place
+                    args.update(out["args"])
+                    return {"args": args}
+                return {"args": {**(args or {}), **out["args"]}}
             return None
 
         middleware.__name__ = f"akc_{hook_id}_tool_request"

@@ -58,9 +58,11 @@ What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
   runs are model-call spans, ``tool`` runs tool spans, the root graph run the session; the
   graph's node runs are ``other``.
 * Cancellation → the host cancels the task awaiting ``ainvoke``.
-* Tool concurrency: langgraph's default, every ``Send`` of the superstep at once. Its only cap,
-  the run config's ``max_concurrency`` (``langgraph/pregel/_executor.py:143-146``), is for every
-  task alike; a tool has no kind, so interactive calls cannot be kept apart from the others (LOOP-008).
+* Tool concurrency: langgraph's default, every ``Send`` of the superstep at once; with an
+  interactive tool in the scenario, its only cap, the run config's ``max_concurrency=1``
+  (``langgraph/pregel/_executor.py:143-146``), for every task alike: a tool has no kind, so
+  interactive calls are kept apart only with the others (CONC-007 and CONC-001's mixed scenario are
+  LOOP-008's), as in the other adapters without tool kinds.
 
 What does not exist in langchain/langgraph, so is absent: a span for the plan decision (the veto
 chain runs between two graph runs), tool kinds and concurrency keys (ToolNode runs every call of a response as a
@@ -329,6 +331,8 @@ class LangChainAdapter:
             state: dict[str, Any] = {"run_ended": False}
             _state.set(state)
             config: dict[str, Any] = {"configurable": {"thread_id": session.id}, "callbacks": [tracer, ends]}
+            if any(t.kind == "interactive" for t in scenario.tools):
+                config["max_concurrency"] = 1  # interactive calls one at a time: the graph's only cap (every task)
             try:
                 result = await agent.ainvoke({"messages": [HumanMessage(content=text)]}, config)
                 while pending := await _plan_interrupts(agent, config):

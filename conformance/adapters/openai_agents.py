@@ -308,6 +308,10 @@ class OpenAIAgentsAdapter:
             trace_id = f"trace_{uuid.uuid4().hex}"
             traces.append(trace_id)
             config = RunConfig(trace_id=trace_id, call_model_input_filter=input_filter, tracing_disabled=False)
+            if any(t.kind == "interactive" for t in scenario.tools):  # interactive calls one at a time: the SDK's only cap (every call), as the other adapters without tool kinds
+                from agents import ToolExecutionConfig
+
+                config.tool_execution = ToolExecutionConfig(max_function_tool_concurrency=1)
             kwargs: dict[str, Any] = {"session": store, "hooks": run_hooks, "run_config": config}
             if scenario.bounds.max_turns is not None:
                 kwargs["max_turns"] = scenario.bounds.max_turns

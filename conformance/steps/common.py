@@ -117,6 +117,13 @@ def not_offered(run: Any, requirement_ids: list[str] | None = None) -> None:
             raise Blocked(by=TOOL_NEVER_OFFERED, reason=what)
 
 
+#: CONC-006 (distinct provider-wide keys run concurrently) and the safe keys' rules beside it.
+UNSAFE_KEYS_CONCURRENT = "CONC-006"
+#: One tool_result per call in the history a turn hands on (LOOP-012).
+LOOP_HISTORY = "LOOP-012"
+SAFE_KEYS_CONCURRENT = {"CONC-001", "CONC-005"}
+
+
 class ScenarioContext:
     """One scenario being built, run and inspected (the ``akc`` fixture)."""
 
@@ -246,6 +253,10 @@ class ScenarioContext:
         for e in self.events("rendezvous_timeout"):
             others = " and ".join(e["missing"])
             self.block_on_kindless_rendezvous(f"calls {e['call_id']} and {others} did not run concurrently")
+            if UNSAFE_KEYS_CONCURRENT in self.requirement_ids and not SAFE_KEYS_CONCURRENT & set(self.requirement_ids):
+                # different providers' provider-wide keys kept apart: a kernel without concurrency
+                # keys serialises unsafe calls with one global barrier, CONC-002's subject
+                self.block_on_lacking_mechanism("concurrency_keys", f"calls {e['call_id']} and {others} did not run concurrently")
             raise ConformanceFailure(
                 f"calls {e['call_id']} and {others} did not run concurrently "
                 f"({e['call_id']} waited for {others} to start, in vain)",
@@ -1023,10 +1034,22 @@ def then_request_has_tools(akc: ScenarioContext, k: str) -> None:
     akc.evidence.require(f"tool specs in model request {k}", tools)
 
 
+def block_on_no_tool_results(akc: ScenarioContext, k: int, observed: list[str]) -> None:
+    """Precondition of an order check on tool results: model request k carries tool_result
+    messages at all. A kernel that hands the results back another way (one text for the step)
+    has no order to judge: one tool_result per call in the history is LOOP-012's subject, so the
+    check is blocked by it (kernel profile), not failed (one fault, one verdict)."""
+    if observed or akc.profile != "kernel" or LOOP_HISTORY in akc.requirement_ids:
+        return
+    if len(akc.events("model_request")) >= k and akc.tool_starts():
+        raise Blocked(LOOP_HISTORY, f"model request {k} holds no tool_result message, though tools ran")
+
+
 @then(parsers.re(r'the tool results sent in model call (?P<k>\d+) are in the order "(?P<ids>[^"]*)"$'))
 def then_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """All tool_result messages of model request k (1-based, whole history) carry these call ids, in order."""
     observed = akc.tool_result_ids(int(k))
+    block_on_no_tool_results(akc, int(k), observed)
     expect_order(f"tool results in model request {k}", split_ids(ids), observed)
     akc.evidence.require(f"tool results in model request {k}", observed)
 
@@ -1035,6 +1058,7 @@ def then_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
 def then_latest_tool_results_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """The tool_result messages after the last assistant message of model request k carry these ids, in order."""
     observed = akc.latest_tool_result_ids(int(k))
+    block_on_no_tool_results(akc, int(k), observed)
     expect_order(f"latest tool results in model request {k}", split_ids(ids), observed)
     akc.evidence.require(f"latest tool results in model request {k}", observed)
 

@@ -101,6 +101,10 @@ def check_distinct_keys(name: str, turn: tuple[str, list[tuple[str, str, dict[st
     except ConformanceFailure as exc:
         if exc.subject:
             exc.subject = ["CONC-006" if any(key[0] == "provider" for key in groups) else SAFE_KEYS_SUBJECT[kind]]
+            if exc.subject == ["CONC-006"]:
+                # provider-wide keys held apart: a kernel without concurrency keys (one global
+                # barrier for unsafe calls) is CONC-002's, counted there
+                ctx.block_on_lacking_mechanism("concurrency_keys", f"calls of distinct provider-wide keys did not run concurrently ({exc})")
         raise
     started = {e["call_id"] for e in ctx.tool_starts()}
     missing = [cid for cid, _t, _a in calls if cid not in started]

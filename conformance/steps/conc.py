@@ -235,10 +235,12 @@ def conc_then_result_order(akc: ScenarioContext, k: str, ids: str) -> None:
     """TOOL-003 with reading kernel-result-order: the results of the previous turn are in the
     order of the calls in the message ("ids"), or (kernel profile) grouped data-source,
     interactive, resource with each group in call order. Never the order the calls finished in."""
+    from conformance.steps.common import block_on_no_tool_results
     from conformance.steps.loop import tool_kind, turn_message
 
     asked = split_ids(ids)
     observed = akc.latest_tool_result_ids(int(k))
+    block_on_no_tool_results(akc, int(k), observed)
     akc.evidence.require(f"tool results in model request {k}", observed)
     legal = {"request-order": asked}
     if akc.profile == "kernel":

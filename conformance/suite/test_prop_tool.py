@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from conformance.errors import expect_equal, expect_order
 from conformance.suite.properties import PROPERTY_SETTINGS, context, requirement
+from conformance.steps.common import block_on_no_tool_results
 from conformance.boundary.scenario import ConcurrencySpec, ModelResponse, ScriptedToolCall, ToolDef
 
 
@@ -26,6 +27,7 @@ def _run(profile: str, finish: list[int]) -> None:
     ctx.record_hooks = False
     ctx.run()
     ctx.require_kernel_ran()
+    block_on_no_tool_results(ctx, 2, ctx.tool_result_ids(2))
     ctx.evidence.require("tool results in model request 2", ctx.tool_result_ids(2))
     expect_order("tool results in model request 2", ids, ctx.tool_result_ids(2))
     for m in ctx.request_messages(ctx.model_request(2)):

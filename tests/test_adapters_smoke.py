@@ -90,8 +90,9 @@ FRAMEWORKS = [
         "conformance.adapters.smolagents:factory",
         # A plain answer is not a final answer: the agent loops to max_steps (DONE-001; LOOP-013's
         # count of the calls after it is blocked by it); tool results go back as one text
-        # observation, never as per-call results (the concurrency held).
-        smoke={"DONE-001": "fail", "LOOP-013": "blocked", "TOOL-003": "fail", "CONC-001": "pass"},
+        # observation, never as per-call results (the concurrency held): their order is blocked by
+        # LOOP-012 (one tool_result per call).
+        smoke={"DONE-001": "fail", "LOOP-013": "blocked", "TOOL-003": "blocked", "CONC-001": "pass"},
         confirmed={
             # run(stream=True) yields a ToolCall per call, in order, before the step's pool starts any.
             "LOOP-007": Confirmed("pass", "smolagents/agents.py:1375-1380, 1416-1430"),
@@ -126,8 +127,9 @@ FRAMEWORKS = [
             "LOOP-005": Confirmed("pass", "google/adk/flows/llm_flows/core/_finalizer.py:300-320"),
             # The callback context's session events hold this invocation's model responses so far.
             "LOOP-001": Confirmed("pass", "google/adk/agents/readonly_context.py:61-64; google/adk/agents/invocation_context.py:78-94"),
-            # Synchronous FunctionTools run on RunConfig.tool_thread_pool_config's pool: one worker, one call at a time.
-            "CONC-007": Confirmed("pass", "google/adk/agents/run_config.py:199-232; google/adk/utils/_sync_runner.py:186-201"),
+            # Synchronous FunctionTools run on RunConfig.tool_thread_pool_config's pool: one worker, one
+            # call at a time — every call, a tool having no kind: CONC-007 is LOOP-008's (tool_kinds).
+            "CONC-007": Confirmed("blocked", "google/adk/agents/run_config.py:199-232; google/adk/utils/_sync_runner.py:186-201"),
         },
     ),
     Framework(
@@ -140,8 +142,9 @@ FRAMEWORKS = [
             "BOUND-008": Confirmed("pass", "strands/event_loop/event_loop.py:241-251; strands/types/agent.py:150-178"),
             # cancel(after_current_tools=True) lets the batch finish, then the loop stops.
             "DONE-004": Confirmed("pass", "strands/agent/agent.py:647-703; strands/event_loop/event_loop.py:1030-1043"),
-            # SequentialToolExecutor runs the calls one after the other.
-            "CONC-007": Confirmed("pass", "strands/tools/executors/sequential.py:50-64"),
+            # SequentialToolExecutor runs the calls one after the other — every call, a tool having no
+            # kind: CONC-007 is LOOP-008's (tool_kinds).
+            "CONC-007": Confirmed("blocked", "strands/tools/executors/sequential.py:50-64"),
             # BeforeToolsEvent fires once before any tool of the batch, with every toolUse block.
             "LOOP-007": Confirmed("pass", "strands/hooks/events.py:149-183; strands/event_loop/event_loop.py:888"),
             # AfterToolsEvent fires once after every tool of the batch ended.

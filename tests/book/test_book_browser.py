@@ -129,9 +129,13 @@ def test_the_readers_questions_are_answered_from_the_book(browser, site: Path) -
 
     assert "budget_exhausted" in ask("max_iterations", "BUDGET-002")
     assert "arguments are merged" in ask("Modify", "TOOL-011", limit=1)
-    # "why does smolagents fail ordered results?": the requirement, then the kernel's verdict chip
+    # "why does smolagents not pass ordered results?": the requirement, the kernel's verdict chip,
+    # the requirement that blocks it (one fault, one verdict), and that one's cause
     ask("order results", "TOOL-003", limit=3)
     page.locator("section.req#TOOL-003 .verdicts a[href='kernel-smolagents.html#TOOL-003']").click()
-    why = page.locator("section.fail#TOOL-003 .cause").inner_text()
+    blocked = page.locator("section.fail#TOOL-003 .blocked-by")
+    assert "LOOP-012" in blocked.inner_text()
+    blocked.locator("a", has_text="LOOP-012").click()
+    why = page.locator("section.fail#LOOP-012 .cause").inner_text()
     assert why.startswith("Why:") and "smolagents/" in why, why  # the cause, with its line of the framework's source
     page.close()

@@ -316,12 +316,26 @@ def job_for(entry: Entry, scope: str = "target") -> Job:
 # --------------------------------------------------------------------------- running
 
 
+@cache
+def slow_requirements() -> frozenset[str]:
+    """Requirements with a scenario tagged ``@slow`` (BUDGET-003's 500 iterations take 1-2 s on
+    their own): a mutant certified on one keeps its scenarios' own timeouts, since the cap would
+    turn a loaded machine into an *incomplete* survivor rather than a verdict."""
+    out: set[str] = set()
+    for path in features_dir().rglob("*.feature"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "@slow" in line.split():
+                out.update(REQ_TAG.findall(line))
+    return frozenset(out)
+
+
 def run_job(job: Job, certify: Certify) -> JobResult:
     """Certify one mutant or variant with ``certify`` (a batch's: see :func:`run_here`)."""
     started = time.perf_counter()
     reports = []
     try:
-        cap = MUTANT_TIMEOUT_CAP_S if job.kind == "mutant" and job.capped else None
+        slow = bool(set(job.reqs or []) & slow_requirements())
+        cap = MUTANT_TIMEOUT_CAP_S if job.kind == "mutant" and job.capped and not slow else None
         for i in range(max(1, job.runs)):
             reqs = job.reqs if i == 0 or job.rerun_reqs is None else job.rerun_reqs
             reports.append(certify(job.spec, profile=job.profile, reqs=reqs, timeout_cap_s=cap))

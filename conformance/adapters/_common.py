@@ -176,6 +176,9 @@ class Run:
         )
 
 
+#: How long a cancel waits for the framework to unwind before the call it came in goes on.
+CANCEL_TAKE_S = 5.0
+
 #: ``run_one(run, session, index, text) -> Outcome``; raising means the framework raised.
 RunOne = Callable[[Run, Session, int, str], Awaitable[Outcome]]
 
@@ -184,13 +187,26 @@ async def run_messages(scenario: Scenario, doubles: Doubles, run_one: RunOne) ->
     """Run each user message (a ``concurrent`` one while the previous still runs), each under a
     cancel scope the harness's canceller cancels (the host cancelling the framework's task)."""
     run = Run(scenario, doubles, outcomes=[None] * len(scenario.user_messages))
+    ended: dict[int, anyio.Event] = {}
 
     async def prepare(index: int, message: UserMessage) -> tuple[Session, anyio.CancelScope]:
         session = run.sessions.get(message.session)
         if session is None:
             session = run.sessions[message.session] = Session(id=str(uuid.uuid4()), label=message.session)
         scope = anyio.CancelScope()
-        doubles.register_canceller(index, scope.cancel)
+        ended[index] = anyio.Event()
+
+        async def cancel() -> None:
+            # A host's stop cancels the task and awaits it: the call the cancel came in keeps
+            # running until the framework has unwound (or CANCEL_TAKE_S passed), so whether the
+            # next call starts is the framework's doing, not a race between its cleanup and a
+            # worker thread picking up the next call as this one returns. From inside the
+            # cancelled task itself (a model call, a hook) the wait ends at once, cancelled.
+            scope.cancel()
+            with anyio.move_on_after(CANCEL_TAKE_S):
+                await ended[index].wait()
+
+        doubles.register_canceller(index, cancel)
         return session, scope
 
     async def one(index: int, message: UserMessage, prepared: tuple[Session, anyio.CancelScope]) -> None:
@@ -208,6 +224,8 @@ async def run_messages(scenario: Scenario, doubles: Doubles, run_one: RunOne) ->
             if bug is not None:
                 raise bug from exc
             run.raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)[:2000]))
+        finally:
+            ended[index].set()
 
     try:
         await run_user_messages(scenario, one, prepare, doubles)

@@ -53,7 +53,13 @@ What maps to what (the ``LlmAgent`` callbacks):
   are synchronous ``FunctionTool`` objects there. Every call of such a scenario runs alone (no per-call
   setting exists), as smolagents' ``max_tool_threads=1``.
 * Cancellation → the host cancels the task iterating ``run_async``, once (as asyncio does), and
-  waits for ADK's cleanup, which cancels the agent's root task and awaits it.
+  waits for ADK's cleanup, which cancels the agent's root task and awaits it; the harness's
+  canceller returns once that cleanup is over (``_common.run_messages``), so a tool the cancel
+  came in is still running on the pool while ADK cancels the response's other calls. Their
+  queued work items are then cancelled before the pool's worker reaches them: STOP-001 passes.
+  With asynchronous tools on the event loop (no pool) a created call still starts after the
+  cancel (``flows/llm_flows/tools/_batch_executor.py:262-274``, docs/upstream/google_adk_next_tool_after_abort.py);
+  no scenario of the suite runs ADK that way at a cancel point.
 
 * plan-ready → ADK's tool confirmation: a resource tool asks ``ToolContext.request_confirmation``
   (``agents/context.py:702-731``), the invocation pauses (resumable app, ``apps/_configs.py:29-46``)

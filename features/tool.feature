@@ -114,6 +114,18 @@ Feature: Each tool call (000, CommonAgent; result order also for the kernel prof
     And the request of model call 2 has the tool result "c1" with content "beta says {"n":1}"
     And the request of model call 2 has the tool result "c2" with content "alpha says {"n":2}"
 
+  @commonagent @TOOL-004
+  Scenario: Identical calls of one response each run the tool
+    Given a tool "alpha" returning "alpha says {args}"
+    And the model calls in one response:
+      | id | name  | args     |
+      | c1 | alpha | {"n": 1} |
+      | c2 | alpha | {"n": 1} |
+    And the model answers "done"
+    When the kernel runs
+    Then call "c1" ran the tool "alpha"
+    And call "c2" ran the tool "alpha"
+
   @commonagent @TOOL-005 @dim:calls_per_response=2
   Scenario: pre_tool_call gets the tool name, arguments, risk and call id, once per call, before the tool runs
     Given a tool "deploy" with risk "high"

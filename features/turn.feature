@@ -62,6 +62,20 @@ Feature: The turn loop, step by step (000, CommonAgent)
     When the kernel runs
     Then the turns of the user messages did not overlap
 
+  @TURN-001
+  Scenario: Two messages that arrive while a long turn runs each start a turn of their own
+    Given a tool "probe" returning "probed"
+    And the user message "first" in session "s1"
+    And the user message "second" in session "s1" sent concurrently
+    And the user message "third" in session "s1" sent concurrently
+    And the model calls "probe" with {"n": 1} as "a1"
+    And the call "a1" is held until user message 3 is submitted
+    And the model answers "one done"
+    And the model answers "two done"
+    And the model answers "three done"
+    When the kernel runs
+    Then each user message started a turn of its own
+
   # Turns of *different* sessions are not checked: 000 says one turn per session at a time and
   # leaves open whether turns of different sessions may overlap (docs/spec-gaps.md), so a kernel
   # with one lock for all sessions is not wrong by the seed.

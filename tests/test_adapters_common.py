@@ -4,6 +4,8 @@ chains pass replacements on, and a cancelled run is an outcome, not a raise."""
 
 from __future__ import annotations
 
+import asyncio
+
 from typing import Any
 
 import anyio
@@ -71,10 +73,46 @@ def test_a_cancelled_run_is_a_cancelled_outcome() -> None:
     doubles = HarnessDoubles(s)
 
     async def run_one(run: Any, session: Any, index: int, text: str) -> Outcome:
-        doubles._cancellers[index]()  # the harness cancels at its cancel point
+        await doubles._cancellers[index]()  # the harness cancels at its cancel point (from inside: cancelled at once)
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
     result = anyio.run(run_messages, s, doubles, run_one)
     assert [o.status for o in result.outcomes] == ["cancelled"]
     assert result.raised is None
+
+
+def test_a_cancel_from_outside_the_run_returns_once_the_framework_has_unwound() -> None:
+    """The host's stop awaits the cancelled task (docs/adapter.md step 3): a call the cancel came
+    in, running outside the framework's task (a worker thread's call, a task of its own), goes on
+    only after the framework has taken the cancel."""
+    s = scenario(user_messages=[UserMessage(text="hi")])
+    doubles = HarnessDoubles(s)
+    order: list[str] = []
+    went_on = asyncio.Event()
+
+    async def run_one(run: Any, session: Any, index: int, text: str) -> Outcome:
+        async def the_running_call() -> None:
+            await doubles._cancellers[index]()
+            order.append("the call goes on")
+            went_on.set()
+
+        asyncio.get_running_loop().create_task(the_running_call())  # not in the run's cancel scope
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                for _ in range(3):  # a framework's cleanup, several loop iterations long
+                    await anyio.lowlevel.checkpoint()
+                order.append("the framework unwound")
+        raise AssertionError("unreachable")
+
+    async def main() -> Any:
+        result = await run_messages(s, doubles, run_one)
+        with anyio.fail_after(5):
+            await went_on.wait()
+        return result
+
+    result = anyio.run(main)
+    assert [o.status for o in result.outcomes] == ["cancelled"]
+    assert order == ["the framework unwound", "the call goes on"]

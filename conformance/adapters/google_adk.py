@@ -327,7 +327,8 @@ class GoogleAdkAdapter:
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             _turn.set(run.turn(session, index))
-            gate: dict[str, Any] = {"held": [], "awaiting": False}
+            abort = asyncio.Event()  # ADK's own cancellation: Runner.run_async(abort_signal=) (runners.py:1139, 1159)
+            gate: dict[str, Any] = {"held": [], "awaiting": False, "abort": abort}
             _gate.set(gate)
             if session.id not in created:
                 created.add(session.id)
@@ -340,7 +341,7 @@ class GoogleAdkAdapter:
             async def consume_one(message: Any) -> str:
                 reply = ""
                 async for event in runner.run_async(user_id=USER, session_id=session.id,
-                                                    new_message=message, run_config=config):
+                                                    new_message=message, run_config=config, abort_signal=abort):
                     if event.is_final_response() and event.content is not None:
                         reply = "".join(p.text or "" for p in event.content.parts or [] if p.text and not p.thought) or reply
                 return reply
@@ -358,7 +359,17 @@ class GoogleAdkAdapter:
                             if fc.name == "adk_request_confirmation" and fc.id not in answered:
                                 requests.append((fc.id, (fc.args or {}).get("originalFunctionCall") or {}))
                     items = [{"call_id": o.get("id"), "name": o.get("name"), "args": o.get("args") or {}, "vetoed": False, "reason": None} for _, o in requests]
-                    plan = await self._hooks.plan_ready({"items": items}, _turn.get())
+                    try:
+                        plan = await self._hooks.plan_ready({"items": items}, _turn.get())
+                    except asyncio.CancelledError:
+                        # cancelled while ADK's invocation is paused for confirmation: its
+                        # after_agent_callback already ran at the pause (llm_agent.py:645-650,
+                        # base_agent.py:448-453), held back by the adapter while the run resumes
+                        if not gate.get("ended"):
+                            gate["ended"] = True
+                            with anyio.CancelScope(shield=True):
+                                await self._hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "cancelled"}, _turn.get())
+                        raise
                     gate["plan"] = plan
                     decided = Hooks.decisions(plan)
                     parts = []
@@ -380,6 +391,7 @@ class GoogleAdkAdapter:
                 try:
                     reply = await asyncio.shield(iterating)
                 except asyncio.CancelledError:
+                    abort.set()  # ADK's abort first, then the cancel: an aborted run's cancel closes it early (runners.py:1630-1659)
                     iterating.cancel()
                     with anyio.move_on_after(CANCEL_CLEANUP_S, shield=True):
                         await asyncio.wait([iterating])
@@ -477,7 +489,8 @@ class GoogleAdkAdapter:
             # (agents/base_agent.py:453-467): it reports the cancellation that task is going through,
             # shielded so that a second cancel does not cut the dispatch short
             task = asyncio.current_task()
-            subtype = "cancelled" if task is not None and task.cancelling() else "success"
+            subtype = "cancelled" if (task is not None and task.cancelling()) or _gate.get()["abort"].is_set() else "success"
+            _gate.get()["ended"] = True
             with anyio.CancelScope(shield=True):
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": subtype}, _turn.get())
 
@@ -570,6 +583,20 @@ class GoogleAdkAdapter:
                 await hooks.chain("post-apply", plan, _turn.get())
                 return None
 
+        class SessionEndOnAbort(BasePlugin):
+            """session-end from the runner's after_run_callback, which runs also on an aborted run
+            (runners.py:1630-1659), when a cancel skipped after_agent_callback (it lands while
+            the node runner waits for an event to be stored, outside the agent's generator)."""
+
+            async def after_run_callback(self, *, invocation_context: Any) -> None:
+                gate = _gate.get()
+                if gate.get("ended") or not invocation_context.is_aborted:
+                    return None
+                gate["ended"] = True
+                with anyio.CancelScope(shield=True):
+                    await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "cancelled"}, _turn.get())
+                return None
+
         class SessionEndOnError(BasePlugin):
             """session-end when the run raises: ADK's plugin callback for an exception escaping the
             runner (plugins/base_plugin.py:403-419, runners.py:1622-1629), since
@@ -586,7 +613,7 @@ class GoogleAdkAdapter:
             before_model_callback=before_model, after_model_callback=after_model,
             before_tool_callback=before_tool,
         )
-        plugins: list[Any] = [AfterTools(name="akc_after_tools")]
+        plugins: list[Any] = [AfterTools(name="akc_after_tools"), SessionEndOnAbort(name="akc_session_end_abort")]
         if hooks.has("session-end"):
             plugins.append(SessionEndOnError(name="akc_session_end"))
         return agent, plugins

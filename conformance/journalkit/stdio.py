@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 from typing import Any
 
 import anyio
@@ -35,7 +36,10 @@ class StdioJournal:
 
     @classmethod
     async def start(cls, command: str, store: str) -> StdioJournal:
-        process = await anyio.open_process(shlex.split(command), env={**os.environ, "AKC_JOURNAL_STORE": store})
+        argv = shlex.split(command)
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable  # whatever 'python' is on PATH may not be this harness's interpreter (as stdio kernels)
+        process = await anyio.open_process(argv, env={**os.environ, "AKC_JOURNAL_STORE": store})
         journal = cls(process)
         hello = await journal._call("hello")  # what it claims: {"durable": bool, "interrupt": bool}
         if not isinstance(hello, dict):

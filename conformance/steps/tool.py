@@ -282,6 +282,13 @@ def then_once_per_call_after(akc: ScenarioContext, point: str) -> None:
     a payload naming a call ties the dispatch to that call, otherwise any pairing is accepted."""
     anchors = call_anchors(akc)
     dispatches = akc.hook_dispatches(point)
+    if len(dispatches) < len(anchors):
+        # a call that neither ran nor reached pre_tool_call was not carried out at all (e.g. an
+        # identical call dropped): "each call runs the tool" is TOOL-004's subject
+        started = {e["call_id"] for e in akc.tool_starts()}
+        skipped = [c for c in anchors if c not in started and not call_dispatches(akc, "pre_tool_call", c)]
+        if skipped:
+            raise Blocked(by="TOOL-004", reason=f"calls {', '.join(skipped)} never ran and never reached pre_tool_call")
     expect_equal(f"dispatches of {point} ({len(anchors)} calls)", len(anchors), len(dispatches))
     free: list[int] = []
     for e in dispatches:

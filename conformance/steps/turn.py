@@ -198,8 +198,15 @@ def then_turns_serialised(akc: ScenarioContext) -> None:
     (in whichever order the kernel takes the waiting messages)."""
     akc.require_kernel_ran()
     ids = top_level_turn_ids(akc)
+    overlap = first_overlap(akc, ids)
+    if overlap:
+        raise ConformanceFailure(
+            "a later turn of the session", "its first hook or model call after the earlier turn's on_session_end", overlap
+        )
     if len(ids) < len(akc.scenario.user_messages):
-        raise ConformanceFailure("turns in the log", f"{len(akc.scenario.user_messages)} turns", f"{len(ids)}")
+        # the turns it ran did not overlap; fewer turns than messages (waiting messages joined
+        # into one turn) is "a turn starts from one user message": TURN-001's subject
+        raise Blocked(by="TURN-001", reason=f"{len(akc.scenario.user_messages)} user messages ran as {len(ids)} turns (which did not overlap)")
     spans = {tid: turn_span(akc, tid) for tid in ids}
     submits = akc.evidence.require(
         "user-message submissions the harness recorded (run_user_messages with the doubles)",
@@ -211,12 +218,17 @@ def then_turns_serialised(akc: ScenarioContext) -> None:
         [e for e in submits if any(a < e["seq"] < b for a, b in spans.values())],
         mandatory=False,
     )
-    overlap = first_overlap(akc, ids)
-    if overlap:
-        raise ConformanceFailure(
-            "a later turn of the session", "its first hook or model call after the earlier turn's on_session_end", overlap
-        )
     akc.evidence.saw(f"{len(ids)} turns of one session ran one after the other")
+
+
+@then("each user message started a turn of its own")
+def then_turn_per_message(akc: ScenarioContext) -> None:
+    """000: a turn starts from one user message. Messages waiting behind a busy turn are not
+    joined into one turn: the log has a top-level turn per user message."""
+    akc.require_kernel_ran()
+    ids = top_level_turn_ids(akc)
+    expect_equal("top-level turns in the log (one per user message)", len(akc.scenario.user_messages), len(ids))
+    akc.evidence.saw(f"{len(ids)} turns for {len(akc.scenario.user_messages)} user messages")
 
 
 def first_overlap(akc: ScenarioContext, ids: list[str]) -> str | None:

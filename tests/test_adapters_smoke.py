@@ -113,6 +113,10 @@ FRAMEWORKS = [
             # default exit_behavior 'end' jumps to the end with its own message, never raising...
             "BOUND-002": Confirmed("pass", "langchain/agents/middleware/model_call_limit.py:185-208"),
             "BOUND-008": Confirmed("pass", "langchain/agents/middleware/model_call_limit.py:131, 201-208"),
+            # An interactive call pauses at interrupt() (a question surfaced to the client, answered
+            # with Command(resume=)); a GraphInterrupt stops no sibling Send, so the superstep's
+            # data-source calls run to their end before the host answers.
+            "LOOP-008": Confirmed("pass", "langgraph/types.py:913-925; langgraph/pregel/_runner.py:625-650"),
         },
     ),
     Framework(

@@ -217,10 +217,10 @@ MECHANISMS: dict[str, Mechanism] = {
     "pre-tool-call": _m("native", "BeforeToolsEvent (one dispatch per toolUse block)"),
     "post-tool-call": _m("native", "AfterToolsEvent (one dispatch per AfterToolCallEvent result)"),
     "session-end": _m("native", "AfterInvocationEvent"),
-    "plan-ready": _m("absent"),
-    "post-apply": _m("native", "AfterToolsEvent", "the plan: the batch's resource calls, none vetoed (no plan-ready)"),
+    "plan-ready": _m("native", "BeforeToolCallEvent.interrupt() on resource calls → AgentResult.interrupts → resumed with interruptResponse", "a batch with no resource call: AfterToolsEvent, with an empty plan"),
+    "post-apply": _m("native", "AfterToolsEvent (of the resumed batch)", "the plan plan-ready left"),
     "policy_precheck": _m("native", "BeforeToolCallEvent.cancel_tool"),
-    "tool_kinds": _m("absent", note="the executor is per agent: SequentialToolExecutor when the scenario has an interactive tool, else ConcurrentToolExecutor"),
+    "tool_kinds": _m("native", "function tool (data source) / BeforeToolCallEvent.interrupt() answered by the host (interactive)", "ConcurrentToolExecutor runs the batch's other calls; the host answers the held ones one at a time"),
     "concurrency_keys": _m("absent"),
     "terminal_tool": _m("native", "Agent.cancel(after_current_tools=True) from the tool (as vended_tools.stop)"),
     "max_turns": _m("native", "invoke_async(limits={'turns': N}) → stop_reason 'limit_turns'"),
@@ -255,19 +255,27 @@ class StrandsAdapter:
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             _turn.set(run.turn(session, index))
-            agent = agents.get(session.id)
-            if agent is None:
-                agent = agents[session.id] = self._build(scenario, doubles)
+            if session.id not in agents:
+                agents[session.id] = self._build(scenario, doubles)
+            agent, hooks, state = agents[session.id]
 
             def cancel() -> None:
                 host_cancelled.add(index)
+                state["cancelled"] = True
                 agent.cancel()
 
+            state.update(first_invocation=len(agent.event_loop_metrics.agent_invocations), cancelled=False, answers={})
             doubles.register_canceller(index, cancel)
             limits = {"turns": scenario.bounds.max_turns} if scenario.bounds.max_turns is not None else None
             with OtelSpans.marker(trace_ids):
                 try:
                     result = await agent.invoke_async(text, limits=limits)
+                    while result.stop_reason == "interrupt":
+                        # strands held the batch's interactive and resource calls at their
+                        # BeforeToolCallEvent interrupts and ran the others: the host answers
+                        resume = await _answer(result.interrupts, state, hooks, doubles)
+                        state["resuming"] = True
+                        result = await agent.invoke_async(resume, limits=limits)
                 finally:
                     session.messages = to_canonical(list(agent.messages), scenario.system_prompt or None)
             reason = str(result.stop_reason)
@@ -282,7 +290,7 @@ class StrandsAdapter:
         result.spans = OtelSpans.spans(trace_ids, span_kind)
         return result
 
-    def _build(self, scenario: Scenario, doubles: Doubles) -> Any:
+    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, Hooks, dict[str, Any]]:
         from strands import Agent
         from strands.hooks import (
             AfterInvocationEvent,
@@ -294,13 +302,14 @@ class StrandsAdapter:
         )
         from strands.middleware import InvokeModelStage
         from strands.models import Model
-        from strands.tools.executors import ConcurrentToolExecutor, SequentialToolExecutor
+        from strands.interrupt import InterruptException
+        from strands.tools.executors import ConcurrentToolExecutor
         from strands.tools.tools import PythonAgentTool
         from strands.middleware import ModelStopReason
 
         hooks = Hooks(scenario, doubles)
         kinds = {t.name: t.kind for t in scenario.tools}
-        holder: dict[str, Any] = {}
+        holder: dict[str, Any] = {"answers": {}}
 
         class ScriptedModel(Model):
             """The harness's scripted model as a strands provider: its config holds the request's
@@ -349,12 +358,14 @@ class StrandsAdapter:
                     yield event
 
         def budget_of(agent: Any) -> dict[str, Any]:
-            """What strands counts against its Limits for this invocation: its cycles (turns) and
-            tokens, read where ``_check_limits`` reads them (event_loop/event_loop.py:70-95)."""
-            invocation = agent.event_loop_metrics.latest_agent_invocation
-            if invocation is None:
+            """What strands counts against its Limits: its cycles (turns) and tokens, read where
+            ``_check_limits`` reads them (event_loop/event_loop.py:70-95), summed over the user
+            message's invocations (the first and each resume after an interrupt)."""
+            invocations = agent.event_loop_metrics.agent_invocations[holder.get("first_invocation", 0):]
+            if not invocations:
                 return {}
-            return {"turns_used": len(invocation.cycles), "total_tokens": int(invocation.usage.get("totalTokens", 0))}
+            return {"turns_used": sum(len(i.cycles) for i in invocations),
+                    "total_tokens": sum(int(i.usage.get("totalTokens", 0)) for i in invocations)}
 
         async def model_stage(context: Any, next_fn: Any) -> Any:
             turn = _turn.get()
@@ -389,18 +400,42 @@ class StrandsAdapter:
                 yield event
 
         async def before_invocation(event: Any) -> None:
+            if holder.get("resuming"):  # the same user message, resumed after the host's answers
+                return
             await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
 
         async def after_invocation(event: Any) -> None:
             reason = str(getattr(event.result, "stop_reason", "")) if event.result is not None else "error"
+            if reason == "interrupt":  # held for the host: the session goes on when it resumes
+                return
             await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": SUBTYPES.get(reason, reason)}, _turn.get())
 
         def call_of(tool_use: Any) -> dict[str, Any]:
             return {"id": tool_use.get("toolUseId"), "name": tool_use.get("name"), "args": tool_use.get("input")}
 
+        def interrupt(event: Any, name: str, call: dict[str, Any]) -> Any:
+            """strands' human-in-the-loop gate: the first time it holds the call (the invocation stops
+            with it in ``AgentResult.interrupts``), on the resume it returns the host's response."""
+            try:
+                return event.interrupt(name, reason=call)
+            except InterruptException:
+                holder["interrupted"] = True
+                raise
+
         async def before_tool(event: Any) -> None:
             call = call_of(event.tool_use)  # pre-tool-call was dispatched for the batch in before_tools
-            if kinds.get(call["name"]) in ("data_source", "interactive"):
+            kind = kinds.get(call["name"])
+            if kind == "interactive":  # answered by the host (precheck, then the tool) while held
+                response = interrupt(event, INTERACTIVE, call)
+                if "denied" in response:
+                    event.cancel_tool = f"denied by policy: {response['denied']}"
+                else:
+                    holder["answers"][call["id"]] = response
+            elif kind == "resource":  # held for plan-ready; the host's response is the decision
+                vetoed = interrupt(event, RESOURCE, call).get("vetoed")
+                if vetoed is not None:
+                    event.cancel_tool = f"Vetoed: {vetoed}"
+            elif kind == "data_source":
                 verdict = await doubles.policy_precheck(call, _turn.get())
                 if not verdict.get("allow", True):
                     event.cancel_tool = f"denied by policy: {verdict.get('reason')}"
@@ -412,15 +447,17 @@ class StrandsAdapter:
             holder.setdefault("results", []).append(payload)  # dispatched in after_tools, once all ended
 
         async def before_tools(event: Any) -> None:
+            if holder.pop("resuming", False):  # the held batch again: its pre-tool-calls were dispatched
+                return
             uses = [b["toolUse"] for b in event.message.get("content") or [] if "toolUse" in b]
             for use in uses:  # 003 step 7: every block, in declaration order, before any tool starts
                 await hooks.chain("pre-tool-call", call_of(use), _turn.get())
-            holder["plan"] = {"items": [
-                {"call_id": u.get("toolUseId"), "name": u.get("name"), "args": u.get("input"), "vetoed": False, "reason": None}
-                for u in uses if kinds.get(u.get("name")) == "resource"
-            ]}
 
         async def after_tools(event: Any) -> None:
+            if holder.pop("interrupted", False):  # the batch goes on when the host resumes it
+                return
+            if "plan" not in holder and not holder.get("cancelled"):  # no resource call was held: an empty plan
+                holder["plan"] = await hooks.plan_ready({"items": []}, _turn.get())
             for payload in holder.pop("results", []):  # 003 step 13: after every call of the batch ended
                 await hooks.chain("post-tool-call", payload, _turn.get())
             await hooks.chain("post-apply", holder.pop("plan", {"items": []}), _turn.get())
@@ -428,12 +465,8 @@ class StrandsAdapter:
         def make_tool(tool: ToolDef) -> Any:
             async def invoke(tool_use: Any, **_: Any) -> dict[str, Any]:
                 call_id = tool_use["toolUseId"]
-                try:
-                    out = await doubles.invoke_tool({"id": call_id, "name": tool.name, "args": tool_use.get("input") or {}}, _turn.get())
-                    status = "error" if out.get("is_error") else "success"
-                    content = str(out.get("content", ""))
-                except ToolFailed as exc:  # a scripted failure: strands' error ToolResult
-                    status, content = "error", str(exc)
+                answer = holder["answers"].pop(call_id, None)  # an interactive call: the host's answer
+                status, content = (answer["status"], answer["content"]) if answer is not None else await _run_tool({"id": call_id, "name": tool.name, "args": tool_use.get("input") or {}}, doubles)
                 if tool.terminates_turn:  # what vended_tools.stop does: finish the batch, then end the loop
                     holder["agent"].cancel(after_current_tools=True)
                 return {"toolUseId": call_id, "status": status, "content": [{"text": content}]}
@@ -441,10 +474,9 @@ class StrandsAdapter:
             spec = {"name": tool.name, "description": tool.description or tool.name, "inputSchema": {"json": tool.input_schema}}
             return PythonAgentTool(tool.name, spec, invoke)
 
-        sequential = any(t.kind == "interactive" for t in scenario.tools)
         agent = Agent(
             model=ScriptedModel(), tools=[make_tool(t) for t in scenario.tools], system_prompt=scenario.system_prompt or None,
-            callback_handler=None, tool_executor=SequentialToolExecutor() if sequential else ConcurrentToolExecutor(),
+            callback_handler=None, tool_executor=ConcurrentToolExecutor(),
             name="akc", agent_id=f"akc_{uuid.uuid4().hex[:8]}",
         )
         holder["agent"] = agent
@@ -455,7 +487,51 @@ class StrandsAdapter:
         agent.hooks.add_callback(AfterToolCallEvent, after_tool)
         agent.hooks.add_callback(BeforeToolsEvent, before_tools)
         agent.hooks.add_callback(AfterToolsEvent, after_tools)
-        return agent
+        return agent, hooks, holder
+
+
+#: The names of the adapter's ``BeforeToolCallEvent`` interrupts (one per held call).
+INTERACTIVE, RESOURCE = "akc-interactive", "akc-resource"
+
+
+async def _run_tool(call: dict[str, Any], doubles: Doubles) -> tuple[str, str]:
+    """The scenario's tool: (strands ToolResult status, text); a scripted failure is an error result."""
+    try:
+        out = await doubles.invoke_tool(call, _turn.get())
+        return ("error" if out.get("is_error") else "success"), str(out.get("content", ""))
+    except ToolFailed as exc:
+        return "error", str(exc)
+
+
+async def _answer(interrupts: Any, state: dict[str, Any], hooks: Hooks, doubles: Doubles) -> list[dict[str, Any]]:
+    """The host's side of strands' human-in-the-loop (``AgentResult.interrupts``): the held
+    interactive calls answered one at a time in request order (the policy precheck, then the tool),
+    then the plan-ready chain over the held resource calls; one ``interruptResponse`` each. A host
+    cancel stops the answering: the resumed invocation sees strands' cancel signal (kept until an
+    invocation ends, ``agent/agent.py:1497-1503``) and cancels the calls still held."""
+    turn = _turn.get()
+    responses: list[dict[str, Any]] = []
+
+    def respond(held: Any, response: Any) -> None:
+        responses.append({"interruptResponse": {"interruptId": held.id, "response": response}})
+
+    for held in interrupts or []:
+        if held.name != INTERACTIVE or state["cancelled"]:
+            continue
+        verdict = await doubles.policy_precheck(held.reason, turn)
+        if not verdict.get("allow", True):
+            respond(held, {"denied": str(verdict.get("reason"))})
+        else:
+            status, content = await _run_tool(held.reason, doubles)
+            respond(held, {"status": status, "content": content})
+    resources = [held for held in interrupts or [] if held.name == RESOURCE]
+    if resources and not state["cancelled"]:
+        items = [{"call_id": h.reason["id"], "name": h.reason["name"], "args": h.reason["args"], "vetoed": False, "reason": None} for h in resources]
+        state["plan"] = plan = await hooks.plan_ready({"items": items}, turn)
+        decided = Hooks.decisions(plan)
+        for held in resources:
+            respond(held, {"vetoed": decided.get(held.reason["id"], "removed from the plan")})
+    return responses
 
 
 def factory() -> StrandsAdapter:

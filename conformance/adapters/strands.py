@@ -274,6 +274,8 @@ class StrandsAdapter:
                         # strands held the batch's interactive and resource calls at their
                         # BeforeToolCallEvent interrupts and ran the others: the host answers
                         resume = await _answer(result.interrupts, state, hooks, doubles)
+                        if state["cancelled"]:  # strands clears its cancel signal as an invocation ends
+                            agent.cancel()  # (agent/agent.py:1594-1597): the host's stop, for the resume
                         state["resuming"] = True
                         result = await agent.invoke_async(resume, limits=limits)
                 finally:
@@ -507,8 +509,8 @@ async def _answer(interrupts: Any, state: dict[str, Any], hooks: Hooks, doubles:
     """The host's side of strands' human-in-the-loop (``AgentResult.interrupts``): the held
     interactive calls answered one at a time in request order (the policy precheck, then the tool),
     then the plan-ready chain over the held resource calls; one ``interruptResponse`` each. A host
-    cancel stops the answering: the resumed invocation sees strands' cancel signal (kept until an
-    invocation ends, ``agent/agent.py:1497-1503``) and cancels the calls still held."""
+    cancel stops the answering; the run resumes cancelled (strands then cancels the calls still
+    held before any starts, ``event_loop/event_loop.py:915-929``)."""
     turn = _turn.get()
     responses: list[dict[str, Any]] = []
 

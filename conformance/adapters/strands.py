@@ -2,7 +2,7 @@
 (pinned in ``scripts/requirements/strands-agents.txt``; mapping read against strands-agents 1.62.0).
 
 One scenario session is one ``strands.Agent``; each user message is one
-``await agent.invoke_async(text, limits=...)`` and ``agent.messages`` (strands' own conversation) is
+``await agent.invoke_async(text, limits=...)`` (and one more per resume after an interrupt) and ``agent.messages`` (strands' own conversation) is
 the journal reported. The model is a ``strands.models.Model`` subclass whose ``stream`` sends the
 request to the harness's scripted model (``Doubles.model_stream``) and yields strands' stream
 events (``messageStart``, ``contentBlock*``, ``messageStop``, ``metadata``). Every scenario tool is a
@@ -21,28 +21,35 @@ What maps to what:
   and acted on). strands' ``BeforeModelCallEvent`` / ``AfterModelCallEvent`` could only cancel or
   retry (``hooks/events.py:343-344, 400-401``), hence the middleware. context-assemble's budget is
   what strands counts against its ``Limits`` for the invocation (its cycles and tokens, read where
-  ``_check_limits`` reads them, ``event_loop/event_loop.py:70-95``).
+  ``_check_limits`` reads them, ``event_loop/event_loop.py:70-95``), summed over the invocations
+  of the user message (the first and each resume).
 * ``pre-tool-call`` → ``BeforeToolsEvent``, fired once before any tool of the batch starts, with
   the assistant message holding every ``toolUse`` block in order (``hooks/events.py:149-183``,
-  ``event_loop/event_loop.py:888``): one dispatch per block, in declaration order.
-  ``post-tool-call`` → ``AfterToolsEvent``, fired once after every tool of the batch ended
-  (``hooks/events.py:186-218``, ``event_loop/event_loop.py:957-963``): one dispatch per result that
-  strands' ``AfterToolCallEvent`` handed over as each tool ended (``tools/executors/_executor.py:134-140``),
-  then post-apply.
-* ``post-apply`` → ``AfterToolsEvent``, fired once after every tool of the batch
-  (``hooks/events.py:186-218``, ``event_loop/event_loop.py:956-963``), with the plan strands has
-  no veto chain for: the batch's resource calls, none vetoed (read from ``BeforeToolsEvent``'s
-  assistant message, ``hooks/events.py:150-167``).
+  ``event_loop/event_loop.py:888``): one dispatch per block, in declaration order (not again when
+  a held batch resumes).
+* Tool kinds and ``plan-ready`` → strands' human-in-the-loop interrupts (``types/interrupt.py:82-111``):
+  a ``BeforeToolCallEvent`` callback calls ``event.interrupt(...)`` on every interactive and resource
+  call; strands does not run it (``tools/executors/_executor.py:210-220``), the batch's data-source
+  calls finish under ``ConcurrentToolExecutor`` (the default; every call its own task), and the
+  invocation stops with ``stop_reason "interrupt"`` and ``AgentResult.interrupts``
+  (``event_loop/event_loop.py:804-834``). The host then answers the interactive calls one at a time
+  in request order (the policy precheck, then the tool), runs the plan-ready veto chain over the
+  held resource calls, and resumes with one ``interruptResponse`` each: strands skips the finished
+  calls (``event_loop/event_loop.py:879-886``), an interactive call returns the host's answer, a
+  vetoed one is ``cancel_tool = "Vetoed: ..."``. session-start / session-end are not dispatched
+  again for the resume. A batch with no resource call gets plan-ready with an empty plan from
+  ``AfterToolsEvent``.
+* ``post-tool-call`` → ``AfterToolsEvent`` of the batch's last (resumed) run, fired once after
+  every tool of the batch ended (``hooks/events.py:186-218``, ``event_loop/event_loop.py:957-963``):
+  one dispatch per result that strands' ``AfterToolCallEvent`` handed over as each tool ended
+  (``tools/executors/_executor.py:134-140``), then ``post-apply`` with the plan plan-ready left.
 * The policy precheck → ``BeforeToolCallEvent.cancel_tool = "denied by policy: ..."``: strands does
   not run the tool and gives the model an error result with that message.
-* Tool scheduling → strands' executors: ``ConcurrentToolExecutor`` (the default); an agent whose
-  scenario registers an interactive tool gets ``SequentialToolExecutor`` (the executor is per agent,
-  so that is a user's only way to keep interactive calls one at a time; every call then runs one at
-  a time: ``tools/executors/sequential.py:50-64``, CONC-007 passes).
 * ``max_turns`` → ``invoke_async(limits={"turns": N})``: checked at the top of each loop iteration,
   so the N-th turn's tools run and the loop ends with ``stop_reason="limit_turns"``
   (``types/agent.py:150-178``; ``event_loop/event_loop.py:241-251``: a stop event, no exception —
   BOUND-008 passes — and no model call — BOUND-010 fails), reported as subtype ``error_max_turns``.
+  A resume gets the same ``limits``: strands' caps are per invocation (``event_loop/event_loop.py:70-95``).
 * ``terminates_turn`` → the tool calls ``agent.cancel(after_current_tools=True)`` after it ran,
   exactly what strands' vended ``stop`` tool does (``vended_tools/stop/stop.py``): the batch's other
   tools finish, then the loop exits with ``stop_reason="cancelled"`` and no further model call
@@ -52,10 +59,11 @@ What maps to what:
   ``invoke_agent`` is the session span, ``execute_event_loop_cycle`` the turn, ``chat`` the model
   call, ``execute_tool`` the tool.
 * Usage → token counts from the ``metadata`` event only: strands computes no cost.
-* Cancellation → ``agent.cancel()``, strands' own: the run returns with ``stop_reason="cancelled"``.
+* Cancellation → ``agent.cancel()``, strands' own: the run returns with ``stop_reason="cancelled"``
+  (a cancel while calls are held is issued again for the resume, strands having cleared its
+  signal as the interrupted invocation ended, ``agent/agent.py:1594-1597``).
 
-Absent in strands: ``plan-ready`` (no plan/apply gate), tool kinds and concurrency
-keys, a final tool-less turn when a limit fires, a doom-loop detector, a cost or wall-clock bound
+Absent in strands: concurrency keys, a final tool-less turn when a limit fires, a doom-loop detector, a cost or wall-clock bound
 (``Limits`` has turns and tokens only), TurnInfo and tags. Sub-agents are not wired
 (``Agent.as_tool`` / ``vended_tools.subagent`` exist; the adapter maps no child agents onto them).
 """

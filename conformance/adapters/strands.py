@@ -272,6 +272,8 @@ class StrandsAdapter:
                 state["cancelled"] = True
                 agent.cancel()
 
+            for stale in ("plan", "results", "interrupted", "resuming", "order"):  # a cancelled message's leftovers
+                state.pop(stale, None)
             state.update(first_invocation=len(agent.event_loop_metrics.agent_invocations), cancelled=False, answers={})
             doubles.register_canceller(index, cancel)
             limits = {"turns": scenario.bounds.max_turns} if scenario.bounds.max_turns is not None else None
@@ -460,6 +462,7 @@ class StrandsAdapter:
             if holder.pop("resuming", False):  # the held batch again: its pre-tool-calls were dispatched
                 return
             uses = [b["toolUse"] for b in event.message.get("content") or [] if "toolUse" in b]
+            holder["order"] = [u.get("toolUseId") for u in uses]  # request order, for the host's answers
             for use in uses:  # 003 step 7: every block, in declaration order, before any tool starts
                 await hooks.chain("pre-tool-call", call_of(use), _turn.get())
 
@@ -525,7 +528,9 @@ async def _answer(interrupts: Any, state: dict[str, Any], hooks: Hooks, doubles:
     def respond(held: Any, response: Any) -> None:
         responses.append({"interruptResponse": {"interruptId": held.id, "response": response}})
 
-    for held in interrupts or []:
+    order = state.get("order") or []
+    held_calls = sorted(interrupts or [], key=lambda h: order.index(h.reason["id"]) if h.reason["id"] in order else len(order))
+    for held in held_calls:
         if held.name != INTERACTIVE or state["cancelled"]:
             continue
         verdict = await doubles.policy_precheck(held.reason, turn)
@@ -534,7 +539,7 @@ async def _answer(interrupts: Any, state: dict[str, Any], hooks: Hooks, doubles:
         else:
             status, content = await _run_tool(held.reason, doubles)
             respond(held, {"status": status, "content": content})
-    resources = [held for held in interrupts or [] if held.name == RESOURCE]
+    resources = [held for held in held_calls if held.name == RESOURCE]
     if resources and not state["cancelled"]:
         items = [{"call_id": h.reason["id"], "name": h.reason["name"], "args": h.reason["args"], "vetoed": False, "reason": None} for h in resources]
         state["plan"] = plan = await hooks.plan_ready({"items": items}, turn)

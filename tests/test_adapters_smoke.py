@@ -99,6 +99,9 @@ FRAMEWORKS = [
             # Out of steps: one more model call without tools (provide_final_answer), state max_steps_error.
             "BOUND-013": Confirmed("pass", "smolagents/agents.py:606-607, 625-637, 524"),
             "BOUND-010": Confirmed("pass", "smolagents/agents.py:810-847 (generate(messages), no tools_to_call_from)"),
+            # Each turn's ActionStep is timed from before its model call to after its tools, the
+            # tool-less one after max_steps too: a turn span each.
+            "SPAN-001": Confirmed("pass", "smolagents/agents.py:566-573, 620-623, 625-637"),
         },
     ),
     Framework(

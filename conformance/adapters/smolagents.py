@@ -57,8 +57,8 @@ step, and the stream yields nothing before the model answers), any point that ca
 sees, a plan / apply gate or veto chain, a policy precheck, tool kinds, ConcurrencySpec (several calls of one step run in a thread
 pool, all in parallel), a terminal-tool annotation (only its own ``final_answer`` tool ends a run:
 a plain text answer is not a final answer), a doom-loop detector, cost per usage event from a
-model's pricing (usage is not reported), a cost or wall-clock bound, spans (none are reported),
-and a stored journal (the journal reported is the agent's memory as messages).
+model's pricing (usage is not reported), a cost or wall-clock bound, spans of a model call or a
+tool call (its one timed record is the turn's ``ActionStep``), and a stored journal (the journal reported is the agent's memory as messages).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult
+from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, Span
 from conformance.adapters._common import Hooks, mapping, mapping_code, Run, Session, parse_args, run_messages, tool_spec
 from conformance.boundary.scenario import Scenario, ToolDef
 
@@ -192,7 +192,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "final_turn": _m("native", "_handle_max_steps_reached → provide_final_answer (no tools)"),
     "doom_loop": _m("absent"),
     "usage": _m("absent", note="token usage only; no cost from a model's pricing"),
-    "spans": _m("absent", note="no spans reported"),
+    "spans": _m("native", "the ActionStep of each turn in agent.memory.steps, timed from before its model call to after its tools (agents.py:566-570, 620-623; the tool-less turn after max_steps too, 625-637)", "smolagents' only timed trace records: a turn span each, none for a model call or a tool call"),
     "journal": _m("native", "agent.memory (as messages)"),
     "cancellation": _m("native", "agent.interrupt() (checked between steps)"),
     "subagents": _m("not-wired", "managed_agents (smolagents/agents.py)", "the adapter does not map child agents onto them"),
@@ -220,6 +220,8 @@ class SmolagentsAdapter:
         def call_async(func: Any, *args: Any) -> Any:
             return anyio.from_thread.run(func, *args, token=token)
 
+        spans: list[Span] = []
+
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             turns[session.id] = run.turn(session, index)
             built = agents.get(session.id)
@@ -237,6 +239,8 @@ class SmolagentsAdapter:
             kwargs: dict[str, Any] = {"reset": first, "stream": True}
             if scenario.bounds.max_turns is not None:
                 kwargs["max_steps"] = scenario.bounds.max_turns
+
+            before = 0 if first else len(agent.memory.steps)
 
             def go() -> tuple[str, Any]:
                 with lock:  # one agent object is not safe for two threads at once
@@ -257,10 +261,15 @@ class SmolagentsAdapter:
                 raise
             finally:
                 session.messages = to_canonical(agent.write_memory_to_messages())
+                # a turn span per ActionStep of this run, read from memory: the stream does not
+                # yield the tool-less step after max_steps (agents.py:608, 636)
+                spans.extend(turn_spans(agent.memory.steps[before:], f"{session.id}:m{index}"))
             subtype = {"success": "success", "max_steps_error": "error_max_turns"}.get(state, state)
             return Outcome(message=index, session_id=session.id, status=state, subtype=subtype, reply=str(output))
 
-        return await run_messages(scenario, doubles, run_one)
+        result = await run_messages(scenario, doubles, run_one)
+        result.spans = spans
+        return result
 
     def _build(self, scenario: Scenario, doubles: Doubles, call_async: Any, turn: Any) -> tuple[Any, Any]:
         """The agent of one scenario session, and the function that follows one of its runs."""
@@ -425,3 +434,14 @@ class SmolagentsAdapter:
 
 def factory() -> SmolagentsAdapter:
     return SmolagentsAdapter()
+
+
+def turn_spans(steps: list[Any], prefix: str) -> list[Span]:
+    """smolagents' timed record of each turn (an ``ActionStep``) as a turn span."""
+    from smolagents.memory import ActionStep
+
+    return [
+        Span(span_id=f"{prefix}:step{s.step_number}:{i}", name=f"ActionStep {s.step_number}", kind="turn",
+             start=s.timing.start_time, end=s.timing.end_time)
+        for i, s in enumerate(steps) if isinstance(s, ActionStep) and s.timing is not None
+    ]

@@ -518,8 +518,9 @@ async def _run_tool(call: dict[str, Any], doubles: Doubles) -> tuple[str, str]:
 
 async def _answer(interrupts: Any, state: dict[str, Any], hooks: Hooks, doubles: Doubles) -> list[dict[str, Any]]:
     """The host's side of strands' human-in-the-loop (``AgentResult.interrupts``): the held
-    interactive calls answered one at a time in request order (the policy precheck, then the tool),
-    then the plan-ready chain over the held resource calls; one ``interruptResponse`` each. A host
+    interactive calls answered one at a time in request order (the policy precheck, then the tool)
+    and resumed; then, in a round of their own, the plan-ready chain over the held resource calls;
+    one ``interruptResponse`` each. A host
     cancel stops the answering; the run resumes cancelled (strands then cancels the calls still
     held before any starts, ``event_loop/event_loop.py:915-929``)."""
     turn = _turn.get()
@@ -539,6 +540,11 @@ async def _answer(interrupts: Any, state: dict[str, Any], hooks: Hooks, doubles:
         else:
             status, content = await _run_tool(held.reason, doubles)
             respond(held, {"status": status, "content": content})
+    if responses:
+        # the interactive answers resume alone: the resource calls, left unanswered, pause again
+        # (types/interrupt.py:104-111) and get their plan in the next round, so the results come
+        # back grouped by kind in the steps' order (data-source, interactive, resource)
+        return responses
     resources = [held for held in held_calls if held.name == RESOURCE]
     if resources and not state["cancelled"]:
         items = [{"call_id": h.reason["id"], "name": h.reason["name"], "args": h.reason["args"], "vetoed": False, "reason": None} for h in resources]

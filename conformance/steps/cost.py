@@ -41,12 +41,14 @@ def pricing_cost(pricing: Pricing, usage: Usage | dict[str, Any]) -> float:
 
 
 def streamed_usages(akc: ScenarioContext) -> list[dict[str, Any]]:
-    """The usage chunks the scripted model streamed, in call order — over an HTTP dialect that
-    has one usage figure per call, the usage it delivered (``delivered_usage``)."""
+    """The usage chunks the scripted model streamed, in call order — over a model API that has
+    one usage figure per call (an HTTP dialect's, or the framework's own as its adapter
+    declares), the usage it delivered (``delivered_usage``)."""
     dialects = {e["index"]: e.get("dialect") for e in akc.events("model_request")}
+    in_process = akc.info.model_api_cannot_carry
     out = []
     for e in akc.events("model_response"):
-        out.extend(delivered_usage(dialects.get(e["index"]), e["chunks"], bool(e.get("complete"))))
+        out.extend(delivered_usage(dialects.get(e["index"]), e["chunks"], bool(e.get("complete")), in_process))
     return out
 
 

@@ -26,11 +26,19 @@ CHUNKS = [
 ]
 
 
-def context(cannot_carry: list[str], persisted: list[tuple[int, int, int]], *, complete: bool = True) -> ScenarioContext:
+def context(cannot_carry: list[str], persisted: list[tuple[int, int, int]], *, complete: bool = True, first: bool = False) -> ScenarioContext:
+    """One model call streaming CHUNKS (``complete`` or cut short); ``first``: after a completed
+    call that streamed one usage chunk (100, 10, 0)."""
     info = AdapterInfo(name="k", version="1", profiles=["kernel"], model_api_cannot_carry=cannot_carry)  # type: ignore[arg-type]
     akc = ScenarioContext(adapter=None, info=info, runner=None, profile="kernel")  # type: ignore[arg-type]
     usage = [UsageEvent(session_id="s", input_tokens=i, output_tokens=o, cached_input_tokens=c, cost_usd=0.0) for i, o, c in persisted]
-    log: list[dict[str, Any]] = [
+    log: list[dict[str, Any]] = []
+    if first:
+        log += [
+            {"kind": "model_request", "index": 0, "request": {"messages": []}},
+            {"kind": "model_response", "index": 0, "chunks": [{"type": "usage", "input_tokens": 100, "output_tokens": 10}], "complete": True},
+        ]
+    log += [
         {"kind": "model_request", "index": 1, "request": {"messages": []}},
         {"kind": "model_response", "index": 1, "chunks": CHUNKS, "complete": complete},
     ]
@@ -74,3 +82,10 @@ def test_one_figure_per_call_never_passes_without_evidence() -> None:
     # a call cut short delivered nothing: nothing to judge, never a pass
     with pytest.raises(Incomplete):
         cost_then_usage_events(context(["usage-events"], [], complete=False))
+    # after a completed call: the cut call's usage was never received, so COST-002's situation
+    # did not happen, though the totals of the completed call agree
+    with pytest.raises(Incomplete):
+        cost_then_usage_events(context(["usage-events"], [(100, 10, 0)], complete=False, first=True))
+    # undeclared, the cut call's chunks are each an event to persist: missing them fails
+    with pytest.raises(ConformanceFailure):
+        cost_then_usage_events(context([], [(100, 10, 0)], complete=False, first=True))

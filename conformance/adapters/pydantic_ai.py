@@ -203,7 +203,9 @@ def from_canonical(history: Any) -> list[Any]:
 def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
     """The scripted model's stream chunks → one pydantic-ai ModelResponse (text first) whose one
     ``RequestUsage`` is the sum of the usage chunks, ``input_tokens`` counting cached reads
-    (pydantic-ai's convention, ``usage.py:134, 259``). Its cost is pydantic-ai's to compute."""
+    (pydantic-ai's convention, ``usage.py:134, 259``); without a usage chunk, usage omitted
+    (``unmeasured_requests``, as a provider's streamed response, ``models/__init__.py:3185-3191``).
+    Its cost is pydantic-ai's to compute."""
     from pydantic_ai import messages as m
     from pydantic_ai.usage import RequestUsage
 
@@ -216,6 +218,8 @@ def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
     ]
     usages = [c for c in chunks if c.get("type") == "usage"]
     tokens = {k: sum(int(u.get(k) or 0) for u in usages) for k in ("input_tokens", "output_tokens", "cached_input_tokens")}
+    if not usages:
+        return m.ModelResponse(parts=parts, usage=RequestUsage(unmeasured_requests=1))
     return m.ModelResponse(
         parts=parts,
         usage=RequestUsage(
@@ -421,6 +425,7 @@ class PydanticAIAdapter:
         from pydantic_ai.usage import UsageLimits
 
         hooks = Hooks(scenario, doubles)
+        reported: dict[int, Any] = {}  # id(ModelResponse) → the usage the scripted model reported
 
         async def model(messages: list[Any], info: AgentInfo) -> Any:
             with mapping("the model request"):
@@ -431,7 +436,19 @@ class PydanticAIAdapter:
                 }
             chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
             with mapping("the model response"):
-                return response_from_chunks(chunks)
+                response = response_from_chunks(chunks)
+            reported[id(response)] = response.usage
+            return response
+
+        class ScriptedModel(FunctionModel):
+            """FunctionModel replaces usage without a non-zero value by an estimate
+            (``models/function.py:186-190``); a model that reported zero tokens reported them, and
+            a provider's model class keeps what the provider reports: so is the scripted model's."""
+
+            async def request(self, *args: Any, **kwargs: Any) -> Any:
+                response = await super().request(*args, **kwargs)
+                response.usage = reported.pop(id(response), response.usage)
+                return response
 
         from pydantic_ai.exceptions import CallDeferred, ToolFailed as PaiToolFailed
         from pydantic_ai.tools import DeferredToolResults, ToolDenied
@@ -651,7 +668,7 @@ class PydanticAIAdapter:
         capabilities.append(ph)
         outputs = [make_output(t) for t in scenario.tools if t.terminates_turn]
         agent = Agent(
-            FunctionModel(model, model_name=scenario.model.name),
+            ScriptedModel(model, model_name=scenario.model.name),
             system_prompt=scenario.system_prompt,
             tools=[make_tool(t) for t in scenario.tools if not t.terminates_turn],
             # an answer may be empty: with None among the output types an empty response is a valid

@@ -67,7 +67,8 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   the scenario's pricing. The model function returns the stream's usage chunks summed into the
   response's one ``RequestUsage`` (``messages.py:4928``; pydantic-ai's streams sum theirs the same
   way, ``models/__init__.py:3193-3208``), with ``input_tokens`` counting cached reads as pydantic-ai
-  does (``usage.py:134, 259``). The journal's usage is each stored ``ModelResponse.usage`` (the run's
+  does (``usage.py:134, 259``), kept as reported where FunctionModel would estimate a usage of
+  zeros (``models/function.py:186-190``; a provider's model class keeps what it reports). The journal's usage is each stored ``ModelResponse.usage`` (the run's
   messages through ``capture_run_messages``, a run that raised included), ``input_tokens`` less
   ``cache_read_tokens`` again; ``UsageLimits.cost_limit`` bounds pydantic-ai's sum of those costs.
   One usage figure per model call is what pydantic-ai's model API carries:

@@ -113,6 +113,10 @@ FRAMEWORKS = [
             # default exit_behavior 'end' jumps to the end with its own message, never raising...
             "BOUND-002": Confirmed("pass", "langchain/agents/middleware/model_call_limit.py:185-208"),
             "BOUND-008": Confirmed("pass", "langchain/agents/middleware/model_call_limit.py:131, 201-208"),
+            # An interactive call pauses at interrupt() (a question surfaced to the client, answered
+            # with Command(resume=)); a GraphInterrupt stops no sibling Send, so the superstep's
+            # data-source calls run to their end before the host answers.
+            "LOOP-008": Confirmed("pass", "langgraph/types.py:913-925; langgraph/pregel/_runner.py:625-650"),
         },
     ),
     Framework(
@@ -142,9 +146,13 @@ FRAMEWORKS = [
             "BOUND-008": Confirmed("pass", "strands/event_loop/event_loop.py:241-251; strands/types/agent.py:150-178"),
             # cancel(after_current_tools=True) lets the batch finish, then the loop stops.
             "DONE-004": Confirmed("pass", "strands/agent/agent.py:647-703; strands/event_loop/event_loop.py:1030-1043"),
-            # SequentialToolExecutor runs the calls one after the other — every call, a tool having no
-            # kind: CONC-007 is LOOP-008's (tool_kinds).
-            "CONC-007": Confirmed("blocked", "strands/tools/executors/sequential.py:50-64"),
+            # BeforeToolCallEvent.interrupt() holds a call (it does not run) while ConcurrentToolExecutor
+            # finishes the batch's others; the invocation stops with AgentResult.interrupts and the
+            # resume skips the finished calls: tool kinds (the host answers the held interactive calls
+            # one at a time) and the plan gate (the held resource calls).
+            "LOOP-008": Confirmed("pass", "strands/types/interrupt.py:82-111; strands/tools/executors/_executor.py:210-220; strands/event_loop/event_loop.py:804-834, 879-886"),
+            "LOOP-009": Confirmed("pass", "strands/types/interrupt.py:82-111; strands/tools/executors/_executor.py:210-220; strands/event_loop/event_loop.py:804-834, 879-886"),
+            "CONC-007": Confirmed("pass", "strands/types/interrupt.py:82-111; strands/event_loop/event_loop.py:804-834"),
             # BeforeToolsEvent fires once before any tool of the batch, with every toolUse block.
             "LOOP-007": Confirmed("pass", "strands/hooks/events.py:149-183; strands/event_loop/event_loop.py:888"),
             # AfterToolsEvent fires once after every tool of the batch ended.

@@ -25,7 +25,8 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   naming map only, like every adapter's message conversion).
 * ``session-start`` → the ``UserPromptSubmit`` hook (once per query, before the model);
   ``session-end`` → ``Stop`` (when the agent finishes responding; its input has no status, so the
-  payload has no subtype). ``SessionStart`` / ``SessionEnd`` exist only as settings-file command
+  payload has no subtype); on a query that ends without ``Stop`` (an interrupt's abort path, a
+  failed model call's error path), its ``ResultMessage``, the CLI's own end of the run. ``SessionStart`` / ``SessionEnd`` exist only as settings-file command
   hooks, with no SDK callback in this version (``types.py:324-335``).
 * ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
   for a replaced call); ``post-tool-call`` (observe-only) and ``post-apply`` → the
@@ -95,7 +96,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-model-response": _m("absent"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
     "post-tool-call": _m("observe-only", "PostToolBatch hook (once per response, after every call ended)"),
-    "session-end": _m("native", "Stop hook (when the agent finishes responding)", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),
+    "session-end": _m("native", "Stop hook (when the agent finishes responding); else the query's ResultMessage", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),
     "plan-ready": _m("absent"),
     "post-apply": _m("observe-only", "PostToolBatch hook", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
     "policy_precheck": _m("native", "can_use_tool → PermissionResultDeny(message)"),
@@ -445,6 +446,7 @@ class ClaudeAgentSDKAdapter:
             if result is None:
                 raise RuntimeError("the CLI's response ended with no ResultMessage")
             subtype = result.subtype
+            await current["end_of_query"](turn)  # when Stop did not fire
             if interrupted or (result.terminal_reason or "").startswith("aborted"):
                 return Outcome(message=index, session_id=session.id, status="cancelled", subtype="cancelled", reply=result.result)
             status = "completed" if subtype == "success" and not result.is_error else "error"
@@ -506,8 +508,21 @@ class ClaudeAgentSDKAdapter:
             return {}
 
         async def stop(data: Any, tool_use_id: Any, context: Any) -> Any:
+            current.setdefault("ended", set()).add(turn()["turn_id"])
             await hooks.chain("session-end", {"session_id": turn()["session_id"]}, turn())
             return {}
+
+        async def end_of_query(turn_info: Any) -> None:
+            # the Stop hook is built only on the end-of-turn path (claude@345545922): an interrupted
+            # query takes the abort path (claude@351486907), a failed one its error path, and each
+            # ends with the CLI's own end-of-run report, its ResultMessage: session-end there, once
+            if turn_info["turn_id"] in current.setdefault("ended", set()):
+                return
+            current["ended"].add(turn_info["turn_id"])
+            with anyio.CancelScope(shield=True):
+                await hooks.chain("session-end", {"session_id": turn_info["session_id"]}, turn_info)
+
+        current["end_of_query"] = end_of_query
 
         async def can_use_tool(name: str, args: dict[str, Any], context: Any) -> Any:
             call = {"id": context.tool_use_id, "name": name.removeprefix(PREFIX), "args": args}

@@ -42,6 +42,16 @@ What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
   ``ainvoke(Command(resume={interrupt id: decision}))`` re-runs only the paused calls (a vetoed one
   returns an error ``ToolMessage`` "Vetoed: <reason>" without the tool). A turn without resource
   calls gets plan-ready with an empty plan at the point after its tools.
+* Tool kinds → a plain tool (data-source), an ``interrupt()`` question (interactive) and an
+  ``interrupt()`` plan item (resource). An interactive call is langgraph's documented way to ask
+  the user (``langgraph/types.py:913-925``): after its precheck it pauses at ``interrupt()`` in
+  ``awrap_tool_call``; the superstep's data-source calls run to their end (a ``GraphInterrupt``
+  stops no sibling task, ``pregel/_runner.py:625-650``), the run returns, and the host answers the
+  questions one at a time in the response's call order, then decides the plan over the held
+  resource calls, and resumes them all with one ``Command(resume={interrupt id: answer or
+  decision})``; the answered call returns the answer as its ``ToolMessage``. langgraph re-runs a
+  resumed task from the start of its node, so a call's precheck verdict is kept by call id (the
+  node is made idempotent before its ``interrupt()``, as langgraph's docs ask).
 * The policy precheck → the same ``awrap_tool_call``: a denied data-source or interactive call
   returns an error ``ToolMessage`` without calling the handler (the documented short-circuit).
 * ``terminates_turn`` → ``StructuredTool(return_direct=True)`` (the loop ends after the tools node
@@ -58,14 +68,12 @@ What maps to what (all through ``AgentMiddleware``, langchain's hook mechanism):
   runs are model-call spans, ``tool`` runs tool spans, the root graph run the session; the
   graph's node runs are ``other``.
 * Cancellation → the host cancels the task awaiting ``ainvoke``.
-* Tool concurrency: langgraph's default, every ``Send`` of the superstep at once; with an
-  interactive tool in the scenario, its only cap, the run config's ``max_concurrency=1``
-  (``langgraph/pregel/_executor.py:143-146``), for every task alike: a tool has no kind, so
-  interactive calls are kept apart only with the others (CONC-007 and CONC-001's mixed scenario are
-  LOOP-008's), as in the other adapters without tool kinds.
+* Tool concurrency: langgraph's default, every ``Send`` of the superstep at once (the run
+  config's ``max_concurrency`` is left unset); interactive calls are answered one at a time by the
+  host between two graph runs.
 
 What does not exist in langchain/langgraph, so is absent: a span for the plan decision (the veto
-chain runs between two graph runs), tool kinds and concurrency keys (ToolNode runs every call of a response as a
+chain runs between two graph runs), concurrency keys (ToolNode runs every call of a response as a
 concurrent ``Send``), a final tool-less turn when a bound fires, a doom-loop detector, a cost or
 wall-clock bound (``Pregel.step_timeout`` bounds one superstep, not a run), cost from a model's
 pricing (``AIMessage.usage_metadata`` has tokens only), TurnInfo and tags. Sub-agents are not
@@ -273,7 +281,8 @@ MECHANISMS: dict[str, Mechanism] = {
     "plan-ready": _m("native", "langgraph.types.interrupt() in awrap_tool_call for resource calls; Command(resume=) per call"),
     "post-apply": _m("observe-only", "AgentMiddleware.abefore_model / aafter_agent after the post-tool-calls"),
     "policy_precheck": _m("native", "AgentMiddleware.awrap_tool_call returning an error ToolMessage without calling the handler"),
-    "tool_kinds": _m("absent", note="ToolNode runs every call of a response as its own concurrent Send task"),
+    "tool_kinds": _m("native", "plain tool / interrupt() question answered by the host / interrupt() plan item",
+                      "interactive and resource calls pause at langgraph.types.interrupt() in awrap_tool_call; one Command(resume=) answers and decides them"),
     "concurrency_keys": _m("absent", note="no per-key or per-provider serialisation in ToolNode; the config's max_concurrency (langgraph/pregel/_executor.py:143-146) caps every task alike"),
     "terminal_tool": _m("native", "BaseTool.return_direct", "ends the loop only when every executed call of the response is return_direct (factory.py:2086-2099)"),
     "max_turns": _m("native", "ModelCallLimitMiddleware(run_limit=), exit_behavior='end'"),
@@ -331,18 +340,23 @@ class LangChainAdapter:
             state: dict[str, Any] = {"run_ended": False}
             _state.set(state)
             config: dict[str, Any] = {"configurable": {"thread_id": session.id}, "callbacks": [tracer, ends]}
-            if any(t.kind == "interactive" for t in scenario.tools):
-                config["max_concurrency"] = 1  # interactive calls one at a time: the graph's only cap (every task)
             try:
                 result = await agent.ainvoke({"messages": [HumanMessage(content=text)]}, config)
-                while pending := await _plan_interrupts(agent, config):
-                    # plan-ready: the resource calls paused at interrupt() while the superstep's other
-                    # calls ran to their end (a GraphInterrupt stops no sibling task, pregel/_runner.py:625-650)
-                    plan = await hooks.plan_ready({"items": [{**i.value["akc_plan_item"], "vetoed": False, "reason": None} for i in pending]}, turn)
-                    plans[session.id] = plan
-                    decided = Hooks.decisions(plan)
-                    await anyio.lowlevel.checkpoint()  # a cancel during the decision lands here, between two graph runs
-                    resume = {i.id: decided.get(i.value["akc_plan_item"]["call_id"], "removed from the plan") for i in pending}
+                while pending := await _interrupts(agent, config):
+                    # the interactive and resource calls paused at interrupt() while the superstep's
+                    # other calls ran to their end (a GraphInterrupt stops no sibling task,
+                    # pregel/_runner.py:625-650): the questions first, one at a time in call order
+                    resume: dict[str, Any] = {}
+                    for i in pending:
+                        if "akc_question" in i.value:
+                            resume[i.id] = await _answer(doubles, i.value["akc_question"], turn)
+                    items = [i for i in pending if "akc_plan_item" in i.value]
+                    if items:  # then plan-ready over the held resource calls
+                        plan = await hooks.plan_ready({"items": [{**i.value["akc_plan_item"], "vetoed": False, "reason": None} for i in items]}, turn)
+                        plans[session.id] = plan
+                        decided = Hooks.decisions(plan)
+                        await anyio.lowlevel.checkpoint()  # a cancel during the decision lands here, between two graph runs
+                        resume |= {i.id: decided.get(i.value["akc_plan_item"]["call_id"], "removed from the plan") for i in items}
                     state["run_ended"] = False
                     result = await agent.ainvoke(Command(resume=resume), config)
             except BaseException as exc:
@@ -425,6 +439,9 @@ class LangChainAdapter:
         #: whose post-tool-call was dispatched (a thread's messages carry over between runs)
         plans: dict[str, Any] = {}
         posted: dict[str, set[str]] = {}
+        #: call id → the precheck verdict of an interactive call paused at interrupt(): the resumed
+        #: task re-runs from the start of its node (langgraph/types.py:925), and is not prechecked twice
+        prechecked: dict[str, Any] = {}
 
         class ScenarioHooks(AgentMiddleware):
             """The scenario's hook points on langchain's middleware hooks."""
@@ -526,9 +543,18 @@ class LangChainAdapter:
                     if vetoed is not None:
                         return ToolMessage(content=f"Vetoed: {vetoed}", tool_call_id=call["id"], name=call["name"], status="error")
                 if kinds.get(call["name"]) in ("data_source", "interactive"):
-                    verdict = await doubles.policy_precheck(call, turn)
+                    verdict = prechecked.pop(call["id"], None)  # given before this task's interrupt()
+                    if verdict is None:
+                        verdict = await doubles.policy_precheck(call, turn)
                     if not verdict.get("allow", True):
                         return ToolMessage(content=f"denied by policy: {verdict.get('reason')}", tool_call_id=call["id"], name=call["name"], status="error")
+                if kinds.get(call["name"]) == "interactive":
+                    # a question for the user: paused here, answered by the host once the run returns
+                    prechecked[call["id"]] = verdict  # the resumed task re-runs from the start of its node
+                    answer = interrupt({"akc_question": call})
+                    del prechecked[call["id"]]
+                    return ToolMessage(content=answer["content"], tool_call_id=call["id"], name=call["name"],
+                                       status="error" if answer["is_error"] else "success")
                 _call_id.set(call["id"])
                 return await handler(request)
 
@@ -562,10 +588,28 @@ class LangChainAdapter:
         )
 
 
-async def _plan_interrupts(agent: Any, config: dict[str, Any]) -> list[Any]:
-    """The interrupts a graph run left pending for the plan-ready chain (one per held resource call)."""
+async def _interrupts(agent: Any, config: dict[str, Any]) -> list[Any]:
+    """The interrupts a graph run left pending (one per held question or resource call), in the
+    order of the calls in the response that made them."""
     snapshot = await agent.aget_state(config)
-    return [i for i in snapshot.interrupts or () if isinstance(i.value, dict) and "akc_plan_item" in i.value]
+    pending = [i for i in snapshot.interrupts or () if isinstance(i.value, dict) and ("akc_question" in i.value or "akc_plan_item" in i.value)]
+    messages = list((snapshot.values or {}).get("messages") or [])
+    calls = next((m.tool_calls for m in reversed(messages) if getattr(m, "tool_calls", None)), [])
+    order = {c.get("id"): n for n, c in enumerate(calls)}
+
+    def call_id(i: Any) -> Any:
+        return i.value["akc_question"]["id"] if "akc_question" in i.value else i.value["akc_plan_item"]["call_id"]
+
+    return sorted(pending, key=lambda i: order.get(call_id(i), len(order)))
+
+
+async def _answer(doubles: Doubles, call: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+    """The host's answer to an interactive call (the scenario's tool, run by the host)."""
+    try:
+        out = await doubles.invoke_tool(call, turn)
+    except ToolFailed as exc:
+        return {"content": str(exc), "is_error": True}
+    return {"content": str(out.get("content", "")), "is_error": bool(out.get("is_error"))}
 
 
 def factory() -> LangChainAdapter:

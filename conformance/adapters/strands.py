@@ -2,7 +2,7 @@
 (pinned in ``scripts/requirements/strands-agents.txt``; mapping read against strands-agents 1.62.0).
 
 One scenario session is one ``strands.Agent``; each user message is one
-``await agent.invoke_async(text, limits=...)`` and ``agent.messages`` (strands' own conversation) is
+``await agent.invoke_async(text, limits=...)`` (and one more per resume after an interrupt) and ``agent.messages`` (strands' own conversation) is
 the journal reported. The model is a ``strands.models.Model`` subclass whose ``stream`` sends the
 request to the harness's scripted model (``Doubles.model_stream``) and yields strands' stream
 events (``messageStart``, ``contentBlock*``, ``messageStop``, ``metadata``). Every scenario tool is a
@@ -21,28 +21,35 @@ What maps to what:
   and acted on). strands' ``BeforeModelCallEvent`` / ``AfterModelCallEvent`` could only cancel or
   retry (``hooks/events.py:343-344, 400-401``), hence the middleware. context-assemble's budget is
   what strands counts against its ``Limits`` for the invocation (its cycles and tokens, read where
-  ``_check_limits`` reads them, ``event_loop/event_loop.py:70-95``).
+  ``_check_limits`` reads them, ``event_loop/event_loop.py:70-95``), summed over the invocations
+  of the user message (the first and each resume).
 * ``pre-tool-call`` → ``BeforeToolsEvent``, fired once before any tool of the batch starts, with
   the assistant message holding every ``toolUse`` block in order (``hooks/events.py:149-183``,
-  ``event_loop/event_loop.py:888``): one dispatch per block, in declaration order.
-  ``post-tool-call`` → ``AfterToolsEvent``, fired once after every tool of the batch ended
-  (``hooks/events.py:186-218``, ``event_loop/event_loop.py:957-963``): one dispatch per result that
-  strands' ``AfterToolCallEvent`` handed over as each tool ended (``tools/executors/_executor.py:134-140``),
-  then post-apply.
-* ``post-apply`` → ``AfterToolsEvent``, fired once after every tool of the batch
-  (``hooks/events.py:186-218``, ``event_loop/event_loop.py:956-963``), with the plan strands has
-  no veto chain for: the batch's resource calls, none vetoed (read from ``BeforeToolsEvent``'s
-  assistant message, ``hooks/events.py:150-167``).
+  ``event_loop/event_loop.py:888``): one dispatch per block, in declaration order (not again when
+  a held batch resumes).
+* Tool kinds and ``plan-ready`` → strands' human-in-the-loop interrupts (``types/interrupt.py:82-111``):
+  a ``BeforeToolCallEvent`` callback calls ``event.interrupt(...)`` on every interactive and resource
+  call; strands does not run it (``tools/executors/_executor.py:210-220``), the batch's data-source
+  calls finish under ``ConcurrentToolExecutor`` (the default; every call its own task), and the
+  invocation stops with ``stop_reason "interrupt"`` and ``AgentResult.interrupts``
+  (``event_loop/event_loop.py:804-834``). The host then answers the interactive calls one at a time
+  in request order (the policy precheck, then the tool), runs the plan-ready veto chain over the
+  held resource calls, and resumes with one ``interruptResponse`` each: strands skips the finished
+  calls (``event_loop/event_loop.py:879-886``), an interactive call returns the host's answer, a
+  vetoed one is ``cancel_tool = "Vetoed: ..."``. session-start / session-end are not dispatched
+  again for the resume. A batch with no resource call gets plan-ready with an empty plan from
+  ``AfterToolsEvent``.
+* ``post-tool-call`` → ``AfterToolsEvent`` of the batch's last (resumed) run, fired once after
+  every tool of the batch ended (``hooks/events.py:186-218``, ``event_loop/event_loop.py:957-963``):
+  one dispatch per result that strands' ``AfterToolCallEvent`` handed over as each tool ended
+  (``tools/executors/_executor.py:134-140``), then ``post-apply`` with the plan plan-ready left.
 * The policy precheck → ``BeforeToolCallEvent.cancel_tool = "denied by policy: ..."``: strands does
   not run the tool and gives the model an error result with that message.
-* Tool scheduling → strands' executors: ``ConcurrentToolExecutor`` (the default); an agent whose
-  scenario registers an interactive tool gets ``SequentialToolExecutor`` (the executor is per agent,
-  so that is a user's only way to keep interactive calls one at a time; every call then runs one at
-  a time: ``tools/executors/sequential.py:50-64``, CONC-007 passes).
 * ``max_turns`` → ``invoke_async(limits={"turns": N})``: checked at the top of each loop iteration,
   so the N-th turn's tools run and the loop ends with ``stop_reason="limit_turns"``
   (``types/agent.py:150-178``; ``event_loop/event_loop.py:241-251``: a stop event, no exception —
   BOUND-008 passes — and no model call — BOUND-010 fails), reported as subtype ``error_max_turns``.
+  A resume gets the same ``limits``: strands' caps are per invocation (``event_loop/event_loop.py:70-95``).
 * ``terminates_turn`` → the tool calls ``agent.cancel(after_current_tools=True)`` after it ran,
   exactly what strands' vended ``stop`` tool does (``vended_tools/stop/stop.py``): the batch's other
   tools finish, then the loop exits with ``stop_reason="cancelled"`` and no further model call
@@ -52,10 +59,11 @@ What maps to what:
   ``invoke_agent`` is the session span, ``execute_event_loop_cycle`` the turn, ``chat`` the model
   call, ``execute_tool`` the tool.
 * Usage → token counts from the ``metadata`` event only: strands computes no cost.
-* Cancellation → ``agent.cancel()``, strands' own: the run returns with ``stop_reason="cancelled"``.
+* Cancellation → ``agent.cancel()``, strands' own: the run returns with ``stop_reason="cancelled"``
+  (a cancel while calls are held is issued again for the resume, strands having cleared its
+  signal as the interrupted invocation ended, ``agent/agent.py:1594-1597``).
 
-Absent in strands: ``plan-ready`` (no plan/apply gate), tool kinds and concurrency
-keys, a final tool-less turn when a limit fires, a doom-loop detector, a cost or wall-clock bound
+Absent in strands: concurrency keys, a final tool-less turn when a limit fires, a doom-loop detector, a cost or wall-clock bound
 (``Limits`` has turns and tokens only), TurnInfo and tags. Sub-agents are not wired
 (``Agent.as_tool`` / ``vended_tools.subagent`` exist; the adapter maps no child agents onto them).
 """
@@ -217,10 +225,10 @@ MECHANISMS: dict[str, Mechanism] = {
     "pre-tool-call": _m("native", "BeforeToolsEvent (one dispatch per toolUse block)"),
     "post-tool-call": _m("native", "AfterToolsEvent (one dispatch per AfterToolCallEvent result)"),
     "session-end": _m("native", "AfterInvocationEvent"),
-    "plan-ready": _m("absent"),
-    "post-apply": _m("native", "AfterToolsEvent", "the plan: the batch's resource calls, none vetoed (no plan-ready)"),
+    "plan-ready": _m("native", "BeforeToolCallEvent.interrupt() on resource calls → AgentResult.interrupts → resumed with interruptResponse", "a batch with no resource call: AfterToolsEvent, with an empty plan"),
+    "post-apply": _m("native", "AfterToolsEvent (of the resumed batch)", "the plan plan-ready left"),
     "policy_precheck": _m("native", "BeforeToolCallEvent.cancel_tool"),
-    "tool_kinds": _m("absent", note="the executor is per agent: SequentialToolExecutor when the scenario has an interactive tool, else ConcurrentToolExecutor"),
+    "tool_kinds": _m("native", "function tool (data source) / BeforeToolCallEvent.interrupt() answered by the host (interactive)", "ConcurrentToolExecutor runs the batch's other calls; the host answers the held ones one at a time"),
     "concurrency_keys": _m("absent"),
     "terminal_tool": _m("native", "Agent.cancel(after_current_tools=True) from the tool (as vended_tools.stop)"),
     "max_turns": _m("native", "invoke_async(limits={'turns': N}) → stop_reason 'limit_turns'"),
@@ -255,19 +263,31 @@ class StrandsAdapter:
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             _turn.set(run.turn(session, index))
-            agent = agents.get(session.id)
-            if agent is None:
-                agent = agents[session.id] = self._build(scenario, doubles)
+            if session.id not in agents:
+                agents[session.id] = self._build(scenario, doubles)
+            agent, hooks, state = agents[session.id]
 
             def cancel() -> None:
                 host_cancelled.add(index)
+                state["cancelled"] = True
                 agent.cancel()
 
+            for stale in ("plan", "results", "interrupted", "resuming", "order"):  # a cancelled message's leftovers
+                state.pop(stale, None)
+            state.update(first_invocation=len(agent.event_loop_metrics.agent_invocations), cancelled=False, answers={})
             doubles.register_canceller(index, cancel)
             limits = {"turns": scenario.bounds.max_turns} if scenario.bounds.max_turns is not None else None
             with OtelSpans.marker(trace_ids):
                 try:
                     result = await agent.invoke_async(text, limits=limits)
+                    while result.stop_reason == "interrupt":
+                        # strands held the batch's interactive and resource calls at their
+                        # BeforeToolCallEvent interrupts and ran the others: the host answers
+                        resume = await _answer(result.interrupts, state, hooks, doubles)
+                        if state["cancelled"]:  # strands clears its cancel signal as an invocation ends
+                            agent.cancel()  # (agent/agent.py:1594-1597): the host's stop, for the resume
+                        state["resuming"] = True
+                        result = await agent.invoke_async(resume, limits=limits)
                 finally:
                     session.messages = to_canonical(list(agent.messages), scenario.system_prompt or None)
             reason = str(result.stop_reason)
@@ -282,7 +302,7 @@ class StrandsAdapter:
         result.spans = OtelSpans.spans(trace_ids, span_kind)
         return result
 
-    def _build(self, scenario: Scenario, doubles: Doubles) -> Any:
+    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, Hooks, dict[str, Any]]:
         from strands import Agent
         from strands.hooks import (
             AfterInvocationEvent,
@@ -294,13 +314,14 @@ class StrandsAdapter:
         )
         from strands.middleware import InvokeModelStage
         from strands.models import Model
-        from strands.tools.executors import ConcurrentToolExecutor, SequentialToolExecutor
+        from strands.interrupt import InterruptException
+        from strands.tools.executors import ConcurrentToolExecutor
         from strands.tools.tools import PythonAgentTool
         from strands.middleware import ModelStopReason
 
         hooks = Hooks(scenario, doubles)
         kinds = {t.name: t.kind for t in scenario.tools}
-        holder: dict[str, Any] = {}
+        holder: dict[str, Any] = {"answers": {}}
 
         class ScriptedModel(Model):
             """The harness's scripted model as a strands provider: its config holds the request's
@@ -349,12 +370,14 @@ class StrandsAdapter:
                     yield event
 
         def budget_of(agent: Any) -> dict[str, Any]:
-            """What strands counts against its Limits for this invocation: its cycles (turns) and
-            tokens, read where ``_check_limits`` reads them (event_loop/event_loop.py:70-95)."""
-            invocation = agent.event_loop_metrics.latest_agent_invocation
-            if invocation is None:
+            """What strands counts against its Limits: its cycles (turns) and tokens, read where
+            ``_check_limits`` reads them (event_loop/event_loop.py:70-95), summed over the user
+            message's invocations (the first and each resume after an interrupt)."""
+            invocations = agent.event_loop_metrics.agent_invocations[holder.get("first_invocation", 0):]
+            if not invocations:
                 return {}
-            return {"turns_used": len(invocation.cycles), "total_tokens": int(invocation.usage.get("totalTokens", 0))}
+            return {"turns_used": sum(len(i.cycles) for i in invocations),
+                    "total_tokens": sum(int(i.usage.get("totalTokens", 0)) for i in invocations)}
 
         async def model_stage(context: Any, next_fn: Any) -> Any:
             turn = _turn.get()
@@ -389,18 +412,42 @@ class StrandsAdapter:
                 yield event
 
         async def before_invocation(event: Any) -> None:
+            if holder.get("resuming"):  # the same user message, resumed after the host's answers
+                return
             await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
 
         async def after_invocation(event: Any) -> None:
             reason = str(getattr(event.result, "stop_reason", "")) if event.result is not None else "error"
+            if reason == "interrupt":  # held for the host: the session goes on when it resumes
+                return
             await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": SUBTYPES.get(reason, reason)}, _turn.get())
 
         def call_of(tool_use: Any) -> dict[str, Any]:
             return {"id": tool_use.get("toolUseId"), "name": tool_use.get("name"), "args": tool_use.get("input")}
 
+        def interrupt(event: Any, name: str, call: dict[str, Any]) -> Any:
+            """strands' human-in-the-loop gate: the first time it holds the call (the invocation stops
+            with it in ``AgentResult.interrupts``), on the resume it returns the host's response."""
+            try:
+                return event.interrupt(name, reason=call)
+            except InterruptException:
+                holder["interrupted"] = True
+                raise
+
         async def before_tool(event: Any) -> None:
             call = call_of(event.tool_use)  # pre-tool-call was dispatched for the batch in before_tools
-            if kinds.get(call["name"]) in ("data_source", "interactive"):
+            kind = kinds.get(call["name"])
+            if kind == "interactive":  # answered by the host (precheck, then the tool) while held
+                response = interrupt(event, INTERACTIVE, call)
+                if "denied" in response:
+                    event.cancel_tool = f"denied by policy: {response['denied']}"
+                else:
+                    holder["answers"][call["id"]] = response
+            elif kind == "resource":  # held for plan-ready; the host's response is the decision
+                vetoed = interrupt(event, RESOURCE, call).get("vetoed")
+                if vetoed is not None:
+                    event.cancel_tool = f"Vetoed: {vetoed}"
+            elif kind == "data_source":
                 verdict = await doubles.policy_precheck(call, _turn.get())
                 if not verdict.get("allow", True):
                     event.cancel_tool = f"denied by policy: {verdict.get('reason')}"
@@ -412,15 +459,18 @@ class StrandsAdapter:
             holder.setdefault("results", []).append(payload)  # dispatched in after_tools, once all ended
 
         async def before_tools(event: Any) -> None:
+            if holder.pop("resuming", False):  # the held batch again: its pre-tool-calls were dispatched
+                return
             uses = [b["toolUse"] for b in event.message.get("content") or [] if "toolUse" in b]
+            holder["order"] = [u.get("toolUseId") for u in uses]  # request order, for the host's answers
             for use in uses:  # 003 step 7: every block, in declaration order, before any tool starts
                 await hooks.chain("pre-tool-call", call_of(use), _turn.get())
-            holder["plan"] = {"items": [
-                {"call_id": u.get("toolUseId"), "name": u.get("name"), "args": u.get("input"), "vetoed": False, "reason": None}
-                for u in uses if kinds.get(u.get("name")) == "resource"
-            ]}
 
         async def after_tools(event: Any) -> None:
+            if holder.pop("interrupted", False):  # the batch goes on when the host resumes it
+                return
+            if "plan" not in holder and not holder.get("cancelled"):  # no resource call was held: an empty plan
+                holder["plan"] = await hooks.plan_ready({"items": []}, _turn.get())
             for payload in holder.pop("results", []):  # 003 step 13: after every call of the batch ended
                 await hooks.chain("post-tool-call", payload, _turn.get())
             await hooks.chain("post-apply", holder.pop("plan", {"items": []}), _turn.get())
@@ -428,12 +478,8 @@ class StrandsAdapter:
         def make_tool(tool: ToolDef) -> Any:
             async def invoke(tool_use: Any, **_: Any) -> dict[str, Any]:
                 call_id = tool_use["toolUseId"]
-                try:
-                    out = await doubles.invoke_tool({"id": call_id, "name": tool.name, "args": tool_use.get("input") or {}}, _turn.get())
-                    status = "error" if out.get("is_error") else "success"
-                    content = str(out.get("content", ""))
-                except ToolFailed as exc:  # a scripted failure: strands' error ToolResult
-                    status, content = "error", str(exc)
+                answer = holder["answers"].pop(call_id, None)  # an interactive call: the host's answer
+                status, content = (answer["status"], answer["content"]) if answer is not None else await _run_tool({"id": call_id, "name": tool.name, "args": tool_use.get("input") or {}}, doubles)
                 if tool.terminates_turn:  # what vended_tools.stop does: finish the batch, then end the loop
                     holder["agent"].cancel(after_current_tools=True)
                 return {"toolUseId": call_id, "status": status, "content": [{"text": content}]}
@@ -441,10 +487,9 @@ class StrandsAdapter:
             spec = {"name": tool.name, "description": tool.description or tool.name, "inputSchema": {"json": tool.input_schema}}
             return PythonAgentTool(tool.name, spec, invoke)
 
-        sequential = any(t.kind == "interactive" for t in scenario.tools)
         agent = Agent(
             model=ScriptedModel(), tools=[make_tool(t) for t in scenario.tools], system_prompt=scenario.system_prompt or None,
-            callback_handler=None, tool_executor=SequentialToolExecutor() if sequential else ConcurrentToolExecutor(),
+            callback_handler=None, tool_executor=ConcurrentToolExecutor(),
             name="akc", agent_id=f"akc_{uuid.uuid4().hex[:8]}",
         )
         holder["agent"] = agent
@@ -455,7 +500,53 @@ class StrandsAdapter:
         agent.hooks.add_callback(AfterToolCallEvent, after_tool)
         agent.hooks.add_callback(BeforeToolsEvent, before_tools)
         agent.hooks.add_callback(AfterToolsEvent, after_tools)
-        return agent
+        return agent, hooks, holder
+
+
+#: The names of the adapter's ``BeforeToolCallEvent`` interrupts (one per held call).
+INTERACTIVE, RESOURCE = "akc-interactive", "akc-resource"
+
+
+async def _run_tool(call: dict[str, Any], doubles: Doubles) -> tuple[str, str]:
+    """The scenario's tool: (strands ToolResult status, text); a scripted failure is an error result."""
+    try:
+        out = await doubles.invoke_tool(call, _turn.get())
+        return ("error" if out.get("is_error") else "success"), str(out.get("content", ""))
+    except ToolFailed as exc:
+        return "error", str(exc)
+
+
+async def _answer(interrupts: Any, state: dict[str, Any], hooks: Hooks, doubles: Doubles) -> list[dict[str, Any]]:
+    """The host's side of strands' human-in-the-loop (``AgentResult.interrupts``): the held
+    interactive calls answered one at a time in request order (the policy precheck, then the tool),
+    then the plan-ready chain over the held resource calls; one ``interruptResponse`` each. A host
+    cancel stops the answering; the run resumes cancelled (strands then cancels the calls still
+    held before any starts, ``event_loop/event_loop.py:915-929``)."""
+    turn = _turn.get()
+    responses: list[dict[str, Any]] = []
+
+    def respond(held: Any, response: Any) -> None:
+        responses.append({"interruptResponse": {"interruptId": held.id, "response": response}})
+
+    order = state.get("order") or []
+    held_calls = sorted(interrupts or [], key=lambda h: order.index(h.reason["id"]) if h.reason["id"] in order else len(order))
+    for held in held_calls:
+        if held.name != INTERACTIVE or state["cancelled"]:
+            continue
+        verdict = await doubles.policy_precheck(held.reason, turn)
+        if not verdict.get("allow", True):
+            respond(held, {"denied": str(verdict.get("reason"))})
+        else:
+            status, content = await _run_tool(held.reason, doubles)
+            respond(held, {"status": status, "content": content})
+    resources = [held for held in held_calls if held.name == RESOURCE]
+    if resources and not state["cancelled"]:
+        items = [{"call_id": h.reason["id"], "name": h.reason["name"], "args": h.reason["args"], "vetoed": False, "reason": None} for h in resources]
+        state["plan"] = plan = await hooks.plan_ready({"items": items}, turn)
+        decided = Hooks.decisions(plan)
+        for held in resources:
+            respond(held, {"vetoed": decided.get(held.reason["id"], "removed from the plan")})
+    return responses
 
 
 def factory() -> StrandsAdapter:

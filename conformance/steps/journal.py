@@ -146,9 +146,11 @@ def journal_then_tool_calls(akc: ScenarioContext, datatable: list[list[str]]) ->
         expect_equal(f"result in {where} (the content the model got)", sent.get("content"), rec.result)
         if sent.get("is_error") is not None:  # a kernel on an HTTP model API sends no flag
             expect_equal(f"is_error in {where} (the flag the model got)", sent["is_error"], rec.is_error)
-        expect_equal(f"risk in {where}", row["risk"], rec.risk)
         if not isinstance(rec.duration_ms, int | float) or rec.duration_ms < 0:
             raise ConformanceFailure(f"duration in {where}", "a duration (>= 0 ms)", rec.duration_ms)
+        # risk and approval last: a kernel without them fails TOOL-005 / TOOL-017 too, so a
+        # record missing one of this requirement's own fields says that first
+        expect_equal(f"risk in {where}", row["risk"], rec.risk)
         if row.get("approval"):
             akc.require_approver_asked(call_id)
             expect_equal(f"approval in {where}", row["approval"], rec.approval)

@@ -147,8 +147,8 @@ def cost_then_usage_events(akc: ScenarioContext) -> None:
         def total(events: list[tuple[int, ...]]) -> tuple[int, ...]:
             return tuple(sum(col) for col in zip(*events)) if events else (0,) * len(_KEYS)
 
-        require_cut_usage_delivered(akc)
         expect_equal("persisted usage (token totals; the kernel's model API has one usage figure per call)", total(streamed), total(persisted))
+        require_cut_usage_delivered(akc)
         akc.evidence.saw(f"{len(persisted)} persisted usage events, totals as delivered over the kernel's model API")
         return
     expect_equal("persisted usage events (token counts, in storing order)", sorted(streamed), sorted(persisted))

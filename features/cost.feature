@@ -108,8 +108,7 @@ Feature: Cost accounting
        {"text": "final answer", "usage": {"input_tokens": 0}}]
       """
     When the kernel runs
-    Then tool "c3" ran
-    And 3 tool calls ran
+    Then max_cost_usd stopped the loop after the tools of model call 3
     And the run ends with a subtype other than "success"
 
   @COST-004
@@ -126,8 +125,7 @@ Feature: Cost accounting
        {"text": "final answer", "usage": {"input_tokens": 0}}]
       """
     When the kernel runs
-    Then tool "c2" ran
-    And 2 tool calls ran
+    Then max_cost_usd stopped the loop after the tools of model call 2
     And the run ends with a subtype other than "success"
 
   # Root: 1 USD, then the child spends 2 USD (its turn 1 calls a tool, its turn 2 answers).
@@ -268,8 +266,7 @@ Feature: Cost accounting
        {"text": "final answer"}]
       """
     When the kernel runs
-    Then tool "c2" ran
-    And 2 tool calls ran
+    Then max_cost_usd stopped the loop after the tools of model call 2
     And the run ends with a subtype other than "success"
 
   # Blind round 2: a delegated child's usage events are usage events too, persisted with their cost.

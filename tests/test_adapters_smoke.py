@@ -70,6 +70,9 @@ FRAMEWORKS = [
             "LOOP-007": Confirmed("pass", "pydantic_ai/capabilities/abstract.py:957-964"),
             # The precheck is a before_tool_execute hook raising ToolFailed (as openai-agents' guardrail).
             "GATE-001": Confirmed("pass", "pydantic_ai/exceptions.py:123-134"),
+            # pydantic-ai prices each response itself with genai-prices, from the table the adapter
+            # sets with set_custom_snapshot; one usage figure per call, compared as totals (audit-4).
+            "COST-001": Confirmed("pass", "pydantic_ai/_genai_prices.py:164-185; genai_prices/data_snapshot.py:12-36"),
         },
     ),
     Framework(

@@ -237,3 +237,45 @@ def test_an_order_check_on_a_request_without_tool_results_is_blocked_by_loop_012
     block_on_no_tool_results(ctx(2, False), 2, [])  # no tool ran: nothing to hand back
     block_on_no_tool_results(ctx(2, True, ids=("LOOP-012",)), 2, [])  # its own subject
     block_on_no_tool_results(ctx(2, True, profile="commonagent"), 2, [])
+
+
+# --------------------------------------------------------------------------- COST-003/004
+
+
+def cost_bound_run(ids: list[str], ran: list[str]) -> Any:
+    """A real ScenarioContext over a hand-made log: three model calls asking for c1, c2, c3, the
+    tools ``ran`` started, and the run raised at the cost limit."""
+    from conformance.boundary.adapter import AdapterInfo, KernelRaised, RunResult
+    from conformance.boundary.scenario import Scenario
+    from conformance.harness.runner import ScenarioRun
+    from conformance.steps.common import ScenarioContext
+
+    info = AdapterInfo(name="k", version="1", profiles=["kernel"])
+    akc = ScenarioContext(adapter=None, info=info, runner=None, profile="kernel", requirement_ids=ids)  # type: ignore[arg-type]
+    log: list[dict[str, Any]] = []
+    for i in range(3):
+        log.append({"kind": "model_request", "index": i, "request": {"messages": []}})
+        log.append({"kind": "model_response", "index": i, "chunks": [{"type": "tool_use", "id": f"c{i + 1}", "name": "fetch", "input_json": "{}"}], "complete": True})
+    log += [start(c, "fetch") for c in ran]
+    raised = KernelRaised(type="UsageLimitExceeded", message="cost_limit")
+    akc.last = ScenarioRun(scenario=Scenario(name="s", profile="kernel"), result=RunResult(raised=raised), log=log)
+    return akc
+
+
+def test_the_cost_bound_firing_before_its_turns_tools_is_bound_001s_fault_not_the_running_sums() -> None:
+    from conformance.steps.bound import bound_stop_problem
+
+    # the sum fired in the right turn (c3 asked for, nothing later), only c3 did not run
+    for req in ("COST-003", "COST-004"):
+        with pytest.raises(Blocked) as caught:
+            bound_stop_problem(cost_bound_run([req], ["c1", "c2"]), "max_cost_usd", 3)
+        assert caught.value.by == ["BOUND-001"]
+
+
+def test_the_cost_bound_firing_in_the_wrong_turn_fails_the_running_sums_requirement() -> None:
+    from conformance.steps.bound import bound_stop_problem
+
+    # an earlier turn's tools did not run: not the limiting turn's, so not BOUND-001's
+    assert bound_stop_problem(cost_bound_run(["COST-003"], ["c1"]), "max_cost_usd", 3) is not None
+    # went on past the turn it was reached in (the sum was reached in call 2)
+    assert bound_stop_problem(cost_bound_run(["COST-004"], ["c1", "c2", "c3"]), "max_cost_usd", 2) is not None

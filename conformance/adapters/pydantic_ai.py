@@ -60,11 +60,19 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   ``max_cost_usd`` → ``UsageLimits.cost_limit`` (``usage.py:557, 652-668``); ``max_wall_clock_s`` →
   ``agent.run(timeout=)`` → ``RunTimedOut`` (``agent/abstract.py:604-607``), reported as raised like
   every limit exception (never translated into a subtype: BOUND-008 judges it once). Both declared.
-* Usage → one event per response with the cost pydantic-ai holds (``RequestUsage.cost``). pydantic-ai
-  prices only by genai-prices' table (``usage.py:194-203``), which cannot price the scripted model,
-  so the model reports each response's cost from the scenario's pricing, the way a provider that
-  prices its calls does (the Pydantic AI Gateway, ``usage.py:386-405``); pydantic-ai sums it and
-  ``UsageLimits.cost_limit`` bounds it. Costing is then the adapter's: ``usage`` is emulated.
+* Usage → pydantic-ai's own: every response is priced by genai-prices (``_genai_prices.py:164-185``,
+  at ``_agent_graph.py:3736``) from the price table the user sets with
+  ``genai_prices.data_snapshot.set_custom_snapshot`` (``data_snapshot.py:12-36``; ``prices.py:21-23``):
+  for each run, a snapshot with one provider pricing the scenario's model (matched on its name) at
+  the scenario's pricing. The model function returns the stream's usage chunks summed into the
+  response's one ``RequestUsage`` (``messages.py:4928``; pydantic-ai's streams sum theirs the same
+  way, ``models/__init__.py:3193-3208``), with ``input_tokens`` counting cached reads as pydantic-ai
+  does (``usage.py:134, 259``), kept as reported where FunctionModel would estimate a usage of
+  zeros (``models/function.py:186-190``; a provider's model class keeps what it reports). The journal's usage is each stored ``ModelResponse.usage`` (the run's
+  messages through ``capture_run_messages``, a run that raised included), ``input_tokens`` less
+  ``cache_read_tokens`` again; ``UsageLimits.cost_limit`` bounds pydantic-ai's sum of those costs.
+  One usage figure per model call is what pydantic-ai's model API carries:
+  ``model_api_cannot_carry = ["usage-events"]``.
 * Spans → pydantic-ai's OpenTelemetry instrumentation (the ``Instrumentation`` capability over a
   tracer provider of the run's own; needs ``opentelemetry-sdk``): ``invoke_agent`` is the
   session span, ``chat`` a model_call span, ``execute_tool`` a tool span.
@@ -72,7 +80,7 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
   carries what the run completed (``exceptions.py:349-366``), reported as the journal.
 
 What does not exist in pydantic-ai, so is left out: concurrency keys, a doom-loop detector, a limit-reached
-final turn, pricing of one's own, a stored journal (the journal reported is the message history
+final turn, a stored journal (the journal reported is the message history
 ``all_messages()`` returns), and a span per turn or for a veto chain. ``MECHANISMS`` below is the
 table the report carries.
 """
@@ -192,13 +200,13 @@ def from_canonical(history: Any) -> list[Any]:
     return out
 
 
-def response_from_chunks(chunks: list[dict[str, Any]], pricing: Any = None) -> Any:
-    """The scripted model's stream chunks → one pydantic-ai ModelResponse (text first). With a
-    ``pricing``, the response reports its cost in ``RequestUsage.cost``, the way a provider that
-    prices its own calls does (the Pydantic AI Gateway's reported cost, ``usage.py:194-203,
-    386-405``): pydantic-ai then sums it and enforces ``UsageLimits.cost_limit`` on it."""
-    from decimal import Decimal
-
+@mapping_code
+def response_from_chunks(chunks: list[dict[str, Any]]) -> Any:
+    """The scripted model's stream chunks → one pydantic-ai ModelResponse (text first) whose one
+    ``RequestUsage`` is the sum of the usage chunks, ``input_tokens`` counting cached reads
+    (pydantic-ai's convention, ``usage.py:134, 259``); without a usage chunk, usage omitted
+    (``unmeasured_requests``, as a provider's streamed response, ``models/__init__.py:3185-3191``).
+    Its cost is pydantic-ai's to compute."""
     from pydantic_ai import messages as m
     from pydantic_ai.usage import RequestUsage
 
@@ -209,32 +217,43 @@ def response_from_chunks(chunks: list[dict[str, Any]], pricing: Any = None) -> A
         for c in chunks
         if c.get("type") == "tool_use"
     ]
-    usage = next((c for c in reversed(chunks) if c.get("type") == "usage"), {})
-    tokens = {k: int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "cached_input_tokens")}
-    cost = None
-    if pricing is not None and usage:
-        cost = (
-            Decimal(str(pricing.input_usd_per_mtok)) * tokens["input_tokens"]
-            + Decimal(str(pricing.output_usd_per_mtok)) * tokens["output_tokens"]
-            + Decimal(str(pricing.cached_input_usd_per_mtok)) * tokens["cached_input_tokens"]
-        ) / Decimal(1_000_000)
+    usages = [c for c in chunks if c.get("type") == "usage"]
+    tokens = {k: sum(int(u.get(k) or 0) for u in usages) for k in ("input_tokens", "output_tokens", "cached_input_tokens")}
+    if not usages:
+        return m.ModelResponse(parts=parts, usage=RequestUsage(unmeasured_requests=1))
     return m.ModelResponse(
         parts=parts,
         usage=RequestUsage(
-            input_tokens=tokens["input_tokens"],
+            input_tokens=tokens["input_tokens"] + tokens["cached_input_tokens"],
             output_tokens=tokens["output_tokens"],
             cache_read_tokens=tokens["cached_input_tokens"],
-            cost=cost,
         ),
     )
 
 
+def price_table(model_name: str, pricing: Any) -> Any:
+    """A genai-prices snapshot pricing ``model_name`` at the scenario's ``pricing`` (USD per
+    million tokens), for ``set_custom_snapshot`` (``data_snapshot.py:12-36``)."""
+    from decimal import Decimal
+
+    from genai_prices import data_snapshot, types
+
+    price = types.ModelPrice(
+        input_mtok=Decimal(str(pricing.input_usd_per_mtok)),
+        output_mtok=Decimal(str(pricing.output_usd_per_mtok)),
+        cache_read_mtok=Decimal(str(pricing.cached_input_usd_per_mtok)),
+    )
+    match = types.ClauseEquals(equals=model_name)
+    model = types.ModelInfo(id=model_name, match=match, prices=price)
+    provider = types.Provider(id="akc-scenario", name="the scenario's pricing", api_pattern=r"^$", model_match=match, models=[model])
+    return data_snapshot.DataSnapshot(providers=[provider], from_auto_update=False)
+
+
 @mapping_code
 def usage_events(session: Session, index: int, messages: list[Any]) -> list[UsageEvent]:
-    """One usage event per model response whose cost pydantic-ai computed (``RequestUsage.cost``,
-    from genai-prices by model name, usage.py:194-203). The scripted model is not in that price
-    table and pydantic-ai takes no pricing of one's own, so in practice there is none: COST-001
-    fails on pydantic-ai's side, not for want of wiring."""
+    """One usage event per stored model response that pydantic-ai priced (``RequestUsage.cost``,
+    from genai-prices, ``_genai_prices.py:164-185``), in the boundary's convention: input tokens
+    less the cached reads pydantic-ai counts among them."""
     from pydantic_ai import messages as m
 
     out = []
@@ -242,7 +261,7 @@ def usage_events(session: Session, index: int, messages: list[Any]) -> list[Usag
         if isinstance(msg, m.ModelResponse) and msg.usage.cost is not None:
             out.append(UsageEvent(
                 session_id=session.id, turn_id=f"{session.id}:m{index}", model=msg.model_name,
-                input_tokens=msg.usage.input_tokens, output_tokens=msg.usage.output_tokens,
+                input_tokens=msg.usage.input_tokens - msg.usage.cache_read_tokens, output_tokens=msg.usage.output_tokens,
                 cached_input_tokens=msg.usage.cache_read_tokens, cost_usd=float(msg.usage.cost),
             ))
     return out
@@ -316,8 +335,8 @@ MECHANISMS: dict[str, Mechanism] = {
     "max_cost_usd": _m("native", "UsageLimits.cost_limit"),
     "max_wall_clock_s": _m("native", "Agent.run(timeout=) → RunTimedOut"),
     "doom_loop": _m("absent"),
-    "usage": _m("emulated", "ModelResponse.usage (RequestUsage.cost, as a provider reports it)",
-                "pydantic-ai prices only by genai-prices' table (usage.py:194-203): the scripted model reports the cost from the scenario's pricing, which pydantic-ai sums and bounds"),
+    "usage": _m("native", "ModelResponse.usage (RequestUsage.cost from genai-prices)",
+                "the price table set with genai_prices.data_snapshot.set_custom_snapshot from the scenario's pricing"),
     "spans": _m("native", "Instrumentation (OpenTelemetry)"),
     "journal": _m("native", "AgentRunResult.all_messages() / RunCancelled.all_messages()"),
     "cancellation": _m("native", "CancellationToken → RunCancelled"),
@@ -336,45 +355,66 @@ class PydanticAIAdapter:
         # declared, so BOUND-004/014 and BOUND-005/015 pass or fail on their merits.
         capabilities=["max_cost_usd", "max_wall_clock_s"],
         mechanisms=MECHANISMS,
+        # a ModelResponse holds one RequestUsage (messages.py:4928), a stream's usage summed into
+        # it (models/__init__.py:3193-3208): one usage figure per model call (docs/adapter.md)
+        model_api_cannot_carry=["usage-events"],
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        from genai_prices.data_snapshot import set_custom_snapshot
+
         exporter, instrumentation = _tracing()
         agent, limits = self._build(scenario, doubles, instrumentation)
-        run_usage: list[UsageEvent] = []
+        stored_usage: list[UsageEvent] = []
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
-            from pydantic_ai import CancellationToken
-            from pydantic_ai.exceptions import RunCancelled
+            from pydantic_ai import CancellationToken, capture_run_messages
 
             _turn.set(run.turn(session, index))
             token = CancellationToken()
             # pydantic-ai's own cancellation (_cancel.py:50-71): the run raises RunCancelled holding
             # what it completed (exceptions.py:349-366), instead of the host cancelling its task.
             doubles.register_canceller(index, token.cancel)
-            try:
-                result = await agent.run(
-                    text, message_history=session.state, usage_limits=limits, cancellation_token=token,
-                    timeout=scenario.bounds.max_wall_clock_s,
-                )
-            except RunCancelled as exc:
-                session.state = exc.all_messages()
-                session.messages = to_canonical(session.state)
-                if type(exc).__name__ == "RunTimedOut":
-                    # the wall-clock bound raised out of agent.run: reported as raised (BOUND-008's
-                    # subject), like every framework's limit exception (issue 22 §3: translate none)
-                    raise
-                return Outcome(message=index, session_id=session.id, status="cancelled", subtype="cancelled", error=str(exc)[:500])
-            session.state = result.all_messages()
-            session.messages = to_canonical(session.state)
-            run_usage.extend(usage_events(session, index, result.new_messages()))
-            return Outcome(message=index, session_id=session.id, status="completed", subtype="success", reply=str(result.output))
+            earlier = {id(msg) for msg in session.state or []}
+            # the run's messages after the history it was given, also when it raised
+            # (capture_run_messages, _agent_graph.py:4845-4887)
+            with capture_run_messages() as captured:
+                try:
+                    return await self._one(scenario, agent, limits, session, index, text, token)
+                finally:
+                    stored_usage.extend(usage_events(session, index, [msg for msg in captured if id(msg) not in earlier]))
 
-        result = await run_messages(scenario, doubles, run_one)
-        result.usage = run_usage
+        # pydantic-ai prices every response from genai-prices' table, which is the user's to set
+        set_custom_snapshot(price_table(scenario.model.name, scenario.model.pricing))
+        try:
+            result = await run_messages(scenario, doubles, run_one)
+        finally:
+            set_custom_snapshot(None)
+        result.journal.usage = stored_usage
         if exporter is not None:
             result.spans = spans_of(exporter.get_finished_spans())
         return result
+
+    async def _one(self, scenario: Scenario, agent: Any, limits: Any, session: Session, index: int, text: str, token: Any) -> Outcome:
+        """One ``agent.run`` of a user message; its messages become the session's state."""
+        from pydantic_ai.exceptions import RunCancelled
+
+        try:
+            result = await agent.run(
+                text, message_history=session.state, usage_limits=limits, cancellation_token=token,
+                timeout=scenario.bounds.max_wall_clock_s,
+            )
+        except RunCancelled as exc:
+            session.state = exc.all_messages()
+            session.messages = to_canonical(session.state)
+            if type(exc).__name__ == "RunTimedOut":
+                # the wall-clock bound raised out of agent.run: reported as raised (BOUND-008's
+                # subject), like every framework's limit exception (issue 22 §3: translate none)
+                raise
+            return Outcome(message=index, session_id=session.id, status="cancelled", subtype="cancelled", error=str(exc)[:500])
+        session.state = result.all_messages()
+        session.messages = to_canonical(session.state)
+        return Outcome(message=index, session_id=session.id, status="completed", subtype="success", reply=str(result.output))
 
     def _build(self, scenario: Scenario, doubles: Doubles, instrumentation: Any = None) -> tuple[Any, Any]:
         from pydantic_ai import Agent, CallToolsNode, RunContext, Tool, ToolOutput
@@ -386,6 +426,7 @@ class PydanticAIAdapter:
         from pydantic_ai.usage import UsageLimits
 
         hooks = Hooks(scenario, doubles)
+        reported: dict[int, Any] = {}  # id(ModelResponse) → the usage the scripted model reported
 
         async def model(messages: list[Any], info: AgentInfo) -> Any:
             with mapping("the model request"):
@@ -396,7 +437,19 @@ class PydanticAIAdapter:
                 }
             chunks = [chunk async for chunk in doubles.model_stream(request, _turn.get())]
             with mapping("the model response"):
-                return response_from_chunks(chunks, scenario.model.pricing)
+                response = response_from_chunks(chunks)
+            reported[id(response)] = response.usage
+            return response
+
+        class ScriptedModel(FunctionModel):
+            """FunctionModel replaces usage without a non-zero value by an estimate
+            (``models/function.py:186-190``); a model that reported zero tokens reported them, and
+            a provider's model class keeps what the provider reports: so is the scripted model's."""
+
+            async def request(self, *args: Any, **kwargs: Any) -> Any:
+                response = await super().request(*args, **kwargs)
+                response.usage = reported.pop(id(response), response.usage)
+                return response
 
         from pydantic_ai.exceptions import CallDeferred, ToolFailed as PaiToolFailed
         from pydantic_ai.tools import DeferredToolResults, ToolDenied
@@ -616,7 +669,7 @@ class PydanticAIAdapter:
         capabilities.append(ph)
         outputs = [make_output(t) for t in scenario.tools if t.terminates_turn]
         agent = Agent(
-            FunctionModel(model, model_name=scenario.model.name),
+            ScriptedModel(model, model_name=scenario.model.name),
             system_prompt=scenario.system_prompt,
             tools=[make_tool(t) for t in scenario.tools if not t.terminates_turn],
             # an answer may be empty: with None among the output types an empty response is a valid

@@ -135,6 +135,10 @@ class _Model(BaseModel):
 
 #: The model APIs the harness serves its model double in (``conformance.httpmodel``).
 Dialect = Literal["anthropic", "openai-chat", "openai-responses"]
+#: What a model API may have no place for (the ``dialect-limits`` reading; the HTTP dialects'
+#: table is ``conformance.httpmodel.dialect.CANNOT_CARRY``): ``tool-error-flag``, a tool result
+#: has no error flag; ``usage-events``, usage is one figure per model call.
+ModelApiLimit = Literal["tool-error-flag", "usage-events"]
 
 
 class AdapterInfo(_Model):
@@ -160,6 +164,10 @@ class AdapterInfo(_Model):
     #: ``http_model`` (stdio), not from ``doubles.model_stream``. Empty: the kernel takes the model
     #: double directly. The first one listed is the kernel's own; the report names those used.
     dialects: list[Dialect] = Field(default_factory=list)
+    #: What the framework's own in-process model API cannot carry (``docs/adapter.md``, "What a
+    #: model API cannot carry"): the checks judge an in-process model request on what that API
+    #: can say, as they judge an HTTP one on its dialect's ``CANNOT_CARRY``. Empty: it carries all.
+    model_api_cannot_carry: list[ModelApiLimit] = Field(default_factory=list)
 
     @field_validator("capabilities", mode="before")
     @classmethod

@@ -1245,6 +1245,7 @@ def build_report(state: AkcState) -> Report:
             name=info.name, version=info.version, language=info.language, profiles=list(info.profiles),
             capabilities=list(info.capabilities), readings=dict(info.readings), mechanisms=dict(info.mechanisms),
             dialects=list(getattr(info, "dialects", [])), dialects_used=sorted(getattr(state, "dialects_used", ())),
+            model_api_cannot_carry=list(getattr(info, "model_api_cannot_carry", [])),
         ),
         profiles=list(state.profiles),
         requirements=verdicts.requirements,

@@ -7,6 +7,7 @@ A dialect module (``anthropic``, ``openai_chat``, ``openai_responses``) offers `
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, get_args
 
 from conformance.boundary.adapter import Dialect
@@ -55,12 +56,18 @@ def _usage_sum(usages: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "usage", **{k: sum(int(u.get(k) or 0) for u in usages) for k in keys}}
 
 
-def delivered_usage(dialect: str | None, chunks: list[dict[str, Any]], complete: bool) -> list[dict[str, Any]]:
-    """The usage a kernel received of one model call's streamed ``chunks``: every usage chunk in
-    process; over a dialect, one summed figure for a completed call, and for a cut one only
-    Anthropic's ``message_start`` usage (a first chunk that is usage)."""
+def delivered_usage(
+    dialect: str | None, chunks: list[dict[str, Any]], complete: bool, in_process: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """The usage a kernel received of one model call's streamed ``chunks``: every usage chunk,
+    unless the call's model API has one usage figure per call — a dialect's (``CANNOT_CARRY``)
+    or, in process (no dialect), the framework's (``in_process``: what the adapter declares in
+    ``AdapterInfo.model_api_cannot_carry``). Then one summed figure for a completed call, and for
+    a cut one only Anthropic's ``message_start`` usage (a first chunk that is usage); in process
+    none, the figure coming with the completed response."""
     usages = [c for c in chunks if c.get("type") == "usage"]
-    if dialect is None or "usage-events" not in CANNOT_CARRY.get(dialect, frozenset()):
+    limits = frozenset(in_process) if dialect is None else CANNOT_CARRY.get(dialect, frozenset())
+    if "usage-events" not in limits:
         return usages
     if complete:
         return [_usage_sum(usages)] if usages else []

@@ -44,6 +44,9 @@ class KernelInfo(_Model):
     #: (docs/http-kernels.md); empty: the model double was called directly.
     dialects: list[str] = Field(default_factory=list)
     dialects_used: list[str] = Field(default_factory=list)
+    #: What the adapter declared its framework's in-process model API cannot carry (readings
+    #: ``dialect-limits``; docs/adapter.md): the checks judged its model calls on what it can say.
+    model_api_cannot_carry: list[str] = Field(default_factory=list)
 
 
 class CheckResult(_Model):

@@ -202,6 +202,9 @@ def max_turns_tool_turns(akc: ScenarioContext, n: int) -> set[int]:
 
 #: The requirement whose subject is that this bound, set alone, fires (stops the loop in time).
 FIRING_OWNER = {"max_turns": "BOUND-002", "max_cost_usd": "BOUND-004", "max_wall_clock_s": "BOUND-005"}
+#: Other requirements whose subject is the turn this bound fires in: the cost bound's running sum
+#: (COST-003: compared at step 17; COST-004: a sum equal to the limit fires it).
+FIRING_SUBJECTS = {"max_cost_usd": {"COST-003", "COST-004"}}
 
 
 def bound_stop_problem(akc: ScenarioContext, bound: str, k: int) -> str | None:
@@ -218,12 +221,12 @@ def bound_stop_problem(akc: ScenarioContext, bound: str, k: int) -> str | None:
     * the loop stopped before model call k: the bound fired early, its own requirement's.
 
     Blocks name only requirements that are not among the check's own; BOUND-006 (each bound fires
-    on its own) owns the firing of every bound."""
+    on its own) owns the firing of every bound, and FIRING_SUBJECTS the turn it fires in."""
     akc.require_kernel_ran()
     requests = akc.model_requests()
     calls = [final_answer_call_ids(akc, j) for j in range(1, len(requests) + 1)]
     own = set(akc.requirement_ids)
-    firing_own = bool(own & {"BOUND-006", FIRING_OWNER[bound]})
+    firing_own = bool(own & ({"BOUND-006", FIRING_OWNER[bound]} | FIRING_SUBJECTS.get(bound, set())))
     problem = None
     raised = akc.result.raised
     went_on = any(akc.tool_ran(c) for later in calls[k:] for c in later) or (

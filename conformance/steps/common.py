@@ -362,14 +362,17 @@ class ScenarioContext:
         return requests[k - 1]
 
     def carries(self, k: int, what: str) -> bool:
-        """Whether model request ``k`` came in a way that can carry ``what`` (a name of
-        ``conformance.httpmodel.dialect.CANNOT_CARRY``): in process everything can."""
+        """Whether model request ``k`` came in a way that can carry ``what`` (a ``ModelApiLimit``):
+        over HTTP what its dialect can (``CANNOT_CARRY``), in process what the framework's model
+        API can (``AdapterInfo.model_api_cannot_carry``, everything when undeclared)."""
         from conformance.httpmodel.dialect import CANNOT_CARRY
 
         events = self.events("model_request")
         event = events[k - 1] if 1 <= k <= len(events) else (events[-1] if k == -1 and events else {})
         dialect = event.get("dialect")
-        return dialect is None or what not in CANNOT_CARRY.get(dialect, frozenset())
+        if dialect is None:
+            return what not in self.info.model_api_cannot_carry
+        return what not in CANNOT_CARRY.get(dialect, frozenset())
 
     @staticmethod
     def request_messages(request: dict[str, Any]) -> list[dict[str, Any]]:

@@ -45,7 +45,8 @@ What maps to what (pydantic-ai's own mechanisms; the capability hooks of
 * Tool kinds → pydantic-ai's three: a function tool (data-source), a question deferral
   (interactive: the tool raises ``CallDeferred(kind='question')``, ``exceptions.py:173-188``, and
   ``handle_deferred_tool_calls`` answers the questions one at a time, in order, before the plan's
-  approvals) and ``requires_approval`` (resource).
+  approvals; after the host's cancel it answers none and approves nothing, checking the run's
+  token as any host's handler would) and ``requires_approval`` (resource).
 * A scripted tool failure → ``ToolFailed`` (a failed tool result the model sees).
 * ``ConcurrencySpec`` → pydantic-ai's per-tool ``sequential`` flag (``safe: false`` or undeclared
   on a resource tool → sequential, a barrier that runs alone); there are no concurrency keys.
@@ -98,6 +99,8 @@ from conformance.adapters._common import mapping, mapping_code, Hooks, Run, Sess
 from conformance.boundary.scenario import Scenario, ToolDef
 
 _turn: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("akc_pai_turn")
+#: The run's CancellationToken: the host's side of the deferred calls stops at it (``_cancel.py:65-69``).
+_token: contextvars.ContextVar[Any] = contextvars.ContextVar("akc_pai_token")
 
 
 def _version() -> str:
@@ -372,6 +375,7 @@ class PydanticAIAdapter:
 
             _turn.set(run.turn(session, index))
             token = CancellationToken()
+            _token.set(token)
             # pydantic-ai's own cancellation (_cancel.py:50-71): the run raises RunCancelled holding
             # what it completed (exceptions.py:349-366), instead of the host cancelling its task.
             doubles.register_canceller(index, token.cancel)
@@ -624,12 +628,24 @@ class PydanticAIAdapter:
             """The questions (interactive calls) answered one at a time, in order, then the
             deferred resource calls as the plan: approved, or denied where the chain vetoed them."""
             answers: dict[str, Any] = {}
+            token = _token.get(None)
+
+            def stopped() -> bool:
+                # pydantic-ai delivers a cancel at the driving task's next await (_run_context.py:
+                # 1156-1170); the host answering its questions checks its own stop first
+                return token is not None and token.cancelled
+
             for c in requests.calls:
+                if stopped():
+                    answers[c.tool_call_id] = PaiToolFailed("cancelled")
+                    continue
                 try:
                     out = await doubles.invoke_tool({"id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args)}, _turn.get())
                     answers[c.tool_call_id] = PaiToolFailed(str(out.get("content", ""))) if out.get("is_error") else str(out.get("content", ""))
                 except ToolFailed as exc:
                     answers[c.tool_call_id] = PaiToolFailed(str(exc))
+            if stopped():  # no plan after the stop: nothing is approved
+                return DeferredToolResults(approvals={c.tool_call_id: ToolDenied("cancelled") for c in requests.approvals}, calls=answers)
             plan = await hooks.plan_ready({"items": [
                 {"call_id": c.tool_call_id, "name": c.tool_name, "args": parse_args(c.args), "vetoed": False, "reason": None}
                 for c in requests.approvals

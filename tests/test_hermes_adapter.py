@@ -52,6 +52,10 @@ CONFIRMED = {
     # check gets as far as the stored turns hermes does not keep: blocked by JOURNAL-002, not a
     # profile mismatch.
     "SESS-001": ("blocked", "run_agent.py:608-623; hermes_state.py:762-835"),
+    # Through GatewayRunner's busy handler (busy_input_mode: queue + the explicit busy_text_mode:
+    # interrupt), each message to a busy session is queued in arrival order without stopping the
+    # running turn and drained as a turn of its own: three messages, three turns.
+    "TURN-001": ("pass", "gateway/run.py:5334-5355, 5676-5716, 4742-4756, 21697-21704"),
 }
 
 

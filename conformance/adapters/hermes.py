@@ -38,10 +38,13 @@ What maps to what (hermes-agent 0.19.0 source, site-packages paths):
   call and its outcome kept for the hook), ``post_tool_call``, ``transform_tool_result`` (``replace`` → the new text),
   ``on_session_end``. A hook scripted to raise raises from the callback (hermes logs it and goes on:
   ``PluginManager.invoke_hook`` swallows callback exceptions).
-* approver → hermes's human gate (``tools.approval.request_tool_approval``) with the interactive
-  context set (``set_hermes_interactive_context(True)``) and the per-thread CLI callback
-  (``tools.terminal_tool.set_approval_callback``): approved → ``"once"``, denied and timed_out →
-  ``"deny"`` (hermes's CLI prompt also answers a timeout with deny).
+* approver → hermes's human gate (``tools.approval.request_tool_approval``) on its gateway path
+  (the process is a gateway: ``HERMES_EXEC_ASK=1``, gateway/run.py:1877): each turn runs in the
+  gateway's session context with a notify callback registered for its session key
+  (``register_gateway_notify``, as gateway/run.py:20860-20923), which asks the harness's approver
+  and answers with hermes's ``resolve_gateway_approval``: approved → ``"once"``, denied and
+  timed_out → ``"deny"`` (the harness's timeout answered at once, not after hermes's own
+  ``approvals.timeout``).
 * cancellation → ``AIAgent.interrupt()`` from the harness's thread.
 * profile → the scenario's ``profile_id`` as a hermes named profile: made with hermes's
   ``create_profile`` (a home under ``profiles/<name>``), each turn run under it with
@@ -50,10 +53,12 @@ What maps to what (hermes-agent 0.19.0 source, site-packages paths):
   hermes's ``get_active_profile_name()``. The default profile's home is ``HERMES_HOME`` itself.
 * user messages → hermes's gateway (``conformance.adapters.hermes_gateway``): each is an inbound
   text message of a platform whose chats are the session labels, through
-  ``BasePlatformAdapter.handle_message``, the per-session guard that makes a message to a busy
-  session wait; the profile's ``config.yaml`` sets ``display.busy_input_mode: queue`` (the setting
-  for a session's turns one after another). Hermes joins the follow-ups that queued behind one
-  busy turn into one turn; each of them gets that turn's outcome.
+  ``BasePlatformAdapter.handle_message`` (the per-session guard) and a ``GatewayRunner``'s busy
+  handler; the profile's ``config.yaml`` sets ``display.busy_input_mode: queue`` with the explicit
+  ``display.busy_text_mode: interrupt`` (gateway/run.py:5334-5355), so a message to a busy
+  session is queued by the runner in arrival order without stopping the running turn
+  (gateway/run.py:5676-5716) and drained as a turn of its own once that turn has ended
+  (gateway/run.py:21697-21704). The harness user is on ``GATEWAY_ALLOWED_USERS``.
 * sessions → one ``AIAgent`` (with a ``hermes_state.SessionDB`` in ``HERMES_HOME``) per session
   label; a later message of the session is run with ``conversation_history`` = the previous
   result's ``messages`` (how hermes's CLI carries a session). ``system_message`` is the scenario's

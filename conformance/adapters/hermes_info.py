@@ -37,7 +37,7 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     "transform_tool_result": _m("native", "PluginManager hook transform_tool_result"),
     "agent_loop_stopped": _m("absent", note="not in hermes_cli.plugins.VALID_HOOKS"),
     "on_session_end": _m("observe-only", "PluginManager hook on_session_end"),
-    "approver": _m("native", "tools.approval.request_tool_approval (CLI approval callback)"),
+    "approver": _m("native", "tools.approval.request_tool_approval (gateway approval: register_gateway_notify / resolve_gateway_approval)"),
     "tool_risk": _m("absent", note="hermes's pre_tool_call arguments carry no risk"),
     "max_iterations": _m("native", "AIAgent(max_iterations=) / IterationBudget"),
     "usage": _m("absent", note="usage per session and model (session_model_usage), priced from hermes's own tables"),

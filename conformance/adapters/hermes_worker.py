@@ -40,7 +40,8 @@ from conformance.boundary.adapter import (
     UsageEvent,
     run_user_messages,
 )
-from conformance.adapters.hermes_gateway import QUEUE_CONFIG, HarnessPlatform, busy_text_mode, carried, user_message
+from conformance.adapters.hermes_gateway import (QUEUE_CONFIG, HarnessPlatform, approval_scope, drain, runner_for,
+                                                  session_key, user_message)
 from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS
 from conformance.httpmodel.openai_chat import message as from_chat_message
 from conformance.httpmodel.openai_chat import request as from_chat_request
@@ -184,7 +185,6 @@ class _Run:
 
         with self.profile_scope():
             self.profile = get_active_profile_name() or "default"
-            self.busy_text_mode = busy_text_mode()
 
     @contextlib.contextmanager
     def profile_scope(self) -> Iterator[None]:
@@ -377,14 +377,17 @@ class _Run:
         status = "interrupted" if kw.get("interrupted") else ("completed" if kw.get("completed") else None)
         return {"session_id": kw.get("session_id"), "status": status}
 
-    # ---- approver: hermes's CLI approval callback
+    # ---- approver: the chat's user answering hermes's gateway approval request
 
-    def approval_callback(self, command: str, description: str, **_: Any) -> str:
+    def approve(self, approval_data: JSON) -> bool:
+        """The harness's approver on the call whose ``pre_tool_call`` asked (this thread's);
+        approved → True, denied and timed_out → False (``deny``: the harness's timeout is the
+        user's silence, answered at once rather than after hermes's own approval timeout)."""
         call = getattr(self.tls, "call", None) or {}
         request = {"call_id": call.get("call_id", ""), "name": call.get("name", ""), "args": call.get("args") or {},
-                   "risk": self.risk.get(call.get("name", "")), "prompt": description}
+                   "risk": self.risk.get(call.get("name", "")), "prompt": str(approval_data.get("description", ""))}
         out = self.portal.call(self.doubles.ask_approver, request, call.get("turn") or self.turn(None))
-        return "once" if out.get("decision") == "approved" else "deny"
+        return out.get("decision") == "approved"
 
     # ---- the turns
 
@@ -410,14 +413,9 @@ class _Run:
                 self.labels[agent.session_id] = label
             return agent
 
-    def run_message(self, index: int, label: str, text: str) -> Outcome:
-        from tools.approval import set_hermes_interactive_context
-        from tools.terminal_tool import set_approval_callback
-
-        with self.profile_scope():
+    def run_message(self, index: int, label: str, key: str, text: str) -> Outcome:
+        with self.profile_scope(), approval_scope(key, label, self.approve):
             agent = self.agent_for(label)
-            set_approval_callback(self.approval_callback)
-            set_hermes_interactive_context(True)
             _debug("run_conversation starts")
             history = list(self.history.get(label, []))
             result = agent.run_conversation(text, system_message=self.scenario.system_prompt,
@@ -497,38 +495,36 @@ class HermesAdapter:
                 _debug(f"registered at {time.monotonic() - t0:.2f} s")
                 outcomes: list[Outcome | None] = [None] * len(scenario.user_messages)
                 raised: list[KernelRaised] = []
-                #: per session label, the submitted messages the gateway has not started a turn for
-                waiting: dict[str, list[tuple[int, str, anyio.Event]]] = {}
+                #: per submitted message (its index), set once hermes has run its turn
+                done: dict[str, anyio.Event] = {}
 
                 async def turn(event: Any) -> str | None:
-                    """The gateway's message handler: one hermes turn, for the message (or the
-                    queued follow-ups merged into one) the gateway hands over."""
-                    queue = waiting.get(event.source.chat_id, [])
-                    batch = queue[: carried(event.text, [text for _, text, _ in queue])]
-                    del queue[: len(batch)]
-                    if not batch:  # not a message of ours: nothing waits for it
-                        return None
-                    first = batch[0][0]
-                    try:
-                        outcome = await anyio.to_thread.run_sync(run.run_message, first, event.source.chat_id, event.text)
-                        for i, _, _ in batch:
-                            outcomes[i] = outcome.model_copy(update={"message": i})
-                        return outcome.reply
-                    except Exception as exc:  # noqa: BLE001 - hermes raised out of run_conversation
-                        raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
-                        return None
-                    finally:
-                        for _, _, done in batch:
-                            done.set()
+                    """The gateway's message handler, as the runner's: one hermes turn per message,
+                    then the session's next queued message as the next turn (:func:`drain`)."""
+                    key = session_key(gateway, event)
+                    reply = None
+                    while event is not None:
+                        i = int(event.message_id)
+                        try:
+                            outcome = await anyio.to_thread.run_sync(run.run_message, i, event.source.chat_id, key, event.text)
+                            outcomes[i] = outcome
+                            reply = outcome.reply
+                        except Exception as exc:  # noqa: BLE001 - hermes raised out of run_conversation
+                            raised.append(KernelRaised(type=type(exc).__name__, message=str(exc)))
+                        finally:
+                            done[event.message_id].set()
+                        event = drain(runner, gateway, key)
+                    return reply
 
-                gateway = HarnessPlatform(turn, run.busy_text_mode)
+                gateway = HarnessPlatform(turn)
+                with run.profile_scope():
+                    runner = runner_for(gateway)
 
                 async def one(i: int, msg: UserMessage, _prepared: Any) -> None:
                     doubles.register_canceller(i, lambda: _interrupt(run, msg.session))
-                    done = anyio.Event()
-                    waiting.setdefault(msg.session, []).append((i, msg.text, done))
+                    done[str(i)] = anyio.Event()
                     await gateway.handle_message(user_message(msg.session, msg.text, i))
-                    await done.wait()
+                    await done[str(i)].wait()
 
                 await run_user_messages(scenario, one, doubles=doubles)
                 journal, usage = await anyio.to_thread.run_sync(run.journal)

@@ -5,8 +5,9 @@
 an in-process kernel. One kernel process (:class:`~conformance.wire.connection.Connection`) serves
 the whole suite run: started lazily in the event loop that runs the scenarios, ``start``-ed once,
 and replaced after anything that leaves it in an unknown state (a crash, a hang, garbage on
-stdout, a wrong ``seq``). During a ``run`` every callback the kernel sends is served in its own
-task by the real doubles, so rendezvous-based concurrency checks work over the wire as in-process.
+stdout, a wrong ``seq``). During a ``run`` every callback the kernel sends is served in a task
+of its own while it lasts (a worker, reused by the next callback once it is done), by the real
+doubles, so rendezvous-based concurrency checks work over the wire as in-process.
 
 The ``info`` is needed before any event loop runs (the CLI validates the adapter first), so
 loading the spec does a short synchronous probe: start the process in a helper thread, ``start``,
@@ -42,6 +43,25 @@ __all__ = ["AdapterErrored", "StdioAdapter", "WireError", "load_stdio", "_LIVE_P
 _INFO_CACHE: dict[tuple[str, ...], AdapterInfo] = {}
 
 
+class _Slot:
+    """An idle worker's hand: the next callback to serve (a message and its cancel scope)."""
+
+    __slots__ = ("_event", "_job")
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._job: tuple[dict[str, Any], anyio.CancelScope] | None = None
+
+    def give(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
+        self._job = (msg, scope)
+        self._event.set()
+
+    async def take(self) -> tuple[dict[str, Any], anyio.CancelScope]:
+        await self._event.wait()
+        assert self._job is not None
+        return self._job
+
+
 class _Run:
     """One scenario over the wire: serves callbacks until the ``run`` response arrives."""
 
@@ -58,6 +78,8 @@ class _Run:
         self.given_up: set[Any] = set()
         #: Message objects already handed to the doubles, by a cheap content key (see _intern).
         self._seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+        #: Workers waiting for a callback to serve (see _worker), the latest last.
+        self._idle: list[_Slot] = []
         self._previous: dict[Any, list[Any]] = {}
         self._blocking = self._blocking_calls(scenario)
         #: The last harness clock reading sent in a ``clock`` notification (the kernel starts
@@ -159,7 +181,10 @@ class _Run:
                     if "id" in msg:
                         scope = anyio.CancelScope()
                         self.serving[msg["id"]] = scope
-                        tg.start_soon(self._serve, msg, scope)
+                        if self._idle:
+                            self._idle.pop().give(msg, scope)
+                        else:
+                            tg.start_soon(self._worker, msg, scope)
                     elif method == "span":
                         self.spans.append(self._notified_span(msg, conn.lines_read))
                     elif method == "journal.write":
@@ -210,6 +235,17 @@ class _Run:
         if env.get("seq") != self.seq:
             raise WireError(f"wrong seq: the answer to run carries seq {env.get('seq')!r}, expected {self.seq}")
         return env
+
+    async def _worker(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
+        """Serve callbacks, one at a time, until the run ends: between two it waits among the
+        idle workers. A task per callback cost more than the callback's own work (a task, a
+        handle, an event and a cancel scope of anyio's, a done callback and its loop turn); a
+        callback that blocks keeps its worker, and the next one gets another."""
+        while True:
+            await self._serve(msg, scope)
+            slot = _Slot()
+            self._idle.append(slot)
+            msg, scope = await slot.take()
 
     async def _serve(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
         """Serve one callback with the real doubles and answer it."""

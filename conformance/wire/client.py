@@ -165,54 +165,99 @@ class _Run:
         await conn.send({"jsonrpc": "2.0", "id": rid, "method": "run", "params": params})
         during = f"scenario {self.scenario.name!r}"
         async with anyio.create_task_group() as tg:
-            while True:
-                # No message counts as progress by itself ("$/" pings from a thread of a kernel
-                # deadlocked in its turn included): only what the doubles see it do does.
-                msg = await conn.receive(during)
-                method = msg.get("method")
-                if method is not None:
-                    if isinstance(method, str) and method.startswith("$/") and method != "$/cancel" and "id" not in msg:
-                        continue  # JSON-RPC/LSP convention: "$/" notifications may be ignored
-                    if not self._check_seq(msg):
-                        if "id" in msg:
-                            await conn.send({"jsonrpc": "2.0", "id": msg["id"], "error": {
-                                "code": REQUEST_CANCELLED, "message": "that scenario's run has ended"}})
-                        continue
+            conn.take_lines(lambda msg: self._take(msg, tg))
+            try:
+                return await self._receive(tg, rid, during)
+            finally:
+                conn.take_lines(None)  # what comes after the run's end is not this run's
+
+    def _take(self, msg: dict[str, Any], tg: Any) -> bool:
+        """What :meth:`_receive` does with a callback of this scenario, a span, a journal write
+        or a ``$/`` ping, done as its line is read (Connection.take_lines): no turn of the event
+        loop to wake the receiving task first. False, with nothing done: _receive handles it."""
+        method = msg.get("method")
+        if type(method) is not str:
+            return False
+        if method.startswith("$/"):
+            return method != "$/cancel" and "id" not in msg
+        params = msg.get("params")
+        if type(params) is not dict or type(params.get("seq")) is not int or params["seq"] != self.seq:
+            return False
+        if "id" in msg:
+            if type(msg["id"]) not in (int, str):
+                return False
+            self._dispatch(msg, tg)
+        elif method == "span":
+            span = params.get("span")
+            if type(span) is not dict:
+                return False
+            self.spans.append(span)
+        elif method == "journal.write":
+            report = getattr(self.doubles, "journal_write", None)
+            if report is not None:
+                try:
+                    report(str(params.get("op")), params.get("record"), params.get("turn"))
+                except Exception:  # noqa: BLE001 - _receive calls it again, and fails the run
+                    return False
+        else:
+            return False
+        return True
+
+    def _dispatch(self, msg: dict[str, Any], tg: Any) -> None:
+        """A callback to an idle worker, or to a new one."""
+        scope = anyio.CancelScope()
+        self.serving[msg["id"]] = scope
+        if self._idle:
+            self._idle.pop().give(msg, scope)
+        else:
+            tg.start_soon(self._worker, msg, scope)
+
+    async def _receive(self, tg: Any, rid: int, during: str) -> dict[str, Any]:
+        """Handle the kernel's messages until the answer to ``run`` (request ``rid``)."""
+        conn = self.conn
+        while True:
+            # No message counts as progress by itself ("$/" pings from a thread of a kernel
+            # deadlocked in its turn included): only what the doubles see it do does.
+            msg = await conn.receive(during)
+            method = msg.get("method")
+            if method is not None:
+                if isinstance(method, str) and method.startswith("$/") and method != "$/cancel" and "id" not in msg:
+                    continue  # JSON-RPC/LSP convention: "$/" notifications may be ignored
+                if not self._check_seq(msg):
                     if "id" in msg:
-                        scope = anyio.CancelScope()
-                        self.serving[msg["id"]] = scope
-                        if self._idle:
-                            self._idle.pop().give(msg, scope)
-                        else:
-                            tg.start_soon(self._worker, msg, scope)
-                    elif method == "span":
-                        self.spans.append(self._notified_span(msg, conn.lines_read))
-                    elif method == "journal.write":
-                        # Inline, before any later line: its place in the log is its order.
-                        report = getattr(self.doubles, "journal_write", None)
-                        if report is not None:
-                            p = msg["params"]
-                            report(str(p.get("op")), p.get("record"), p.get("turn"))
-                    elif method == "$/cancel":
-                        target = msg["params"].get("id")
-                        scope = self.serving.get(target)
-                        if scope is not None:
-                            self.given_up.add(target)
-                            scope.cancel()
-                    else:
-                        raise WireError(f"the kernel sent an unknown notification {method!r} (line {conn.lines_read})")
+                        await conn.send({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                            "code": REQUEST_CANCELLED, "message": "that scenario's run has ended"}})
                     continue
-                if msg.get("id") != rid:
-                    old = conn.answered.get(msg.get("id")) if isinstance(msg.get("id"), int) else None
-                    if old is not None:
-                        conn.stray(old, f"the kernel answered its run request (id {msg.get('id')}) a second time (line {conn.lines_read})")
-                        continue
-                    raise WireError(f"the kernel answered request id {msg.get('id')!r}, which the harness never sent (line {conn.lines_read})")
-                conn._ours.pop(rid, None)
-                conn.answered[rid] = self.seq
-                conn.finished.add(self.seq)
-                tg.cancel_scope.cancel()  # callbacks still pending after the run ended are moot
-                return self._envelope(msg)
+                if "id" in msg:
+                    self._dispatch(msg, tg)
+                elif method == "span":
+                    self.spans.append(self._notified_span(msg, conn.lines_read))
+                elif method == "journal.write":
+                    # Inline, before any later line: its place in the log is its order.
+                    report = getattr(self.doubles, "journal_write", None)
+                    if report is not None:
+                        p = msg["params"]
+                        report(str(p.get("op")), p.get("record"), p.get("turn"))
+                elif method == "$/cancel":
+                    target = msg["params"].get("id")
+                    scope = self.serving.get(target)
+                    if scope is not None:
+                        self.given_up.add(target)
+                        scope.cancel()
+                else:
+                    raise WireError(f"the kernel sent an unknown notification {method!r} (line {conn.lines_read})")
+                continue
+            if msg.get("id") != rid:
+                old = conn.answered.get(msg.get("id")) if isinstance(msg.get("id"), int) else None
+                if old is not None:
+                    conn.stray(old, f"the kernel answered its run request (id {msg.get('id')}) a second time (line {conn.lines_read})")
+                    continue
+                raise WireError(f"the kernel answered request id {msg.get('id')!r}, which the harness never sent (line {conn.lines_read})")
+            conn._ours.pop(rid, None)
+            conn.answered[rid] = self.seq
+            conn.finished.add(self.seq)
+            tg.cancel_scope.cancel()  # callbacks still pending after the run ended are moot
+            return self._envelope(msg)
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod

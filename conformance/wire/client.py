@@ -16,12 +16,15 @@ loading the spec does a short synchronous probe: start the process in a helper t
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import anyio
+import sniffio
 
 from conformance.boundary.adapter import AdapterInfo, ModelCallError, RunResult, ToolFailed
 from conformance.harness.doubles import HarnessDoubles, HookRaised
@@ -43,23 +46,33 @@ __all__ = ["AdapterErrored", "StdioAdapter", "WireError", "load_stdio", "_LIVE_P
 _INFO_CACHE: dict[tuple[str, ...], AdapterInfo] = {}
 
 
-class _Slot:
-    """An idle worker's hand: the next callback to serve (a message and its cancel scope)."""
+class _Worker:
+    """A task of the run's task group serving callbacks one at a time (see :meth:`_Run._work`):
+    the callback it is given, and the cancel scope a ``$/cancel`` of that callback cancels (one
+    for as long as none is cancelled)."""
 
-    __slots__ = ("_event", "_job")
+    __slots__ = ("_wake", "_woken", "msg", "scope")
 
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-        self._job: tuple[dict[str, Any], anyio.CancelScope] | None = None
+    def __init__(self, woken: Callable[[], Any]) -> None:
+        self.msg: dict[str, Any] | None = None
+        self.scope = anyio.CancelScope()
+        self._woken = woken
+        self._wake: Any = None
 
-    def give(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
-        self._job = (msg, scope)
-        self._event.set()
+    def give(self, msg: dict[str, Any]) -> None:
+        self.msg = msg
+        wake, self._wake = self._wake, None
+        if isinstance(wake, anyio.Event):
+            wake.set()
+        elif wake is not None and not wake.done():
+            wake.set_result(None)
 
-    async def take(self) -> tuple[dict[str, Any], anyio.CancelScope]:
-        await self._event.wait()
-        assert self._job is not None
-        return self._job
+    async def ready(self) -> dict[str, Any]:
+        """The callback given (at once when it is there already)."""
+        while self.msg is None:
+            self._wake = self._woken()
+            await (self._wake.wait() if isinstance(self._wake, anyio.Event) else self._wake)
+        return self.msg
 
 
 class _Run:
@@ -78,8 +91,10 @@ class _Run:
         self.given_up: set[Any] = set()
         #: Message objects already handed to the doubles, by a cheap content key (see _intern).
         self._seen: dict[tuple[Any, ...], dict[str, Any]] = {}
-        #: Workers waiting for a callback to serve (see _worker), the latest last.
-        self._idle: list[_Slot] = []
+        #: Workers waiting for a callback to serve (see _work), the latest last, and how one
+        #: waits: an asyncio future (asyncio), an anyio Event (elsewhere).
+        self._idle: list[_Worker] = []
+        self._woken: Callable[[], Any] = anyio.Event
         self._previous: dict[Any, list[Any]] = {}
         self._blocking = self._blocking_calls(scenario)
         #: The last harness clock reading sent in a ``clock`` notification (the kernel starts
@@ -164,6 +179,9 @@ class _Run:
             params["http_model"] = {"base_urls": served.base_urls(), "api_key": served.api_key}
         await conn.send({"jsonrpc": "2.0", "id": rid, "method": "run", "params": params})
         during = f"scenario {self.scenario.name!r}"
+        if sniffio.current_async_library() == "asyncio":
+            loop = asyncio.get_running_loop()
+            self._woken = loop.create_future
         async with anyio.create_task_group() as tg:
             conn.take_lines(lambda msg: self._take(msg, tg))
             try:
@@ -205,12 +223,13 @@ class _Run:
 
     def _dispatch(self, msg: dict[str, Any], tg: Any) -> None:
         """A callback to an idle worker, or to a new one."""
-        scope = anyio.CancelScope()
-        self.serving[msg["id"]] = scope
         if self._idle:
-            self._idle.pop().give(msg, scope)
+            worker = self._idle.pop()
         else:
-            tg.start_soon(self._worker, msg, scope)
+            worker = _Worker(self._woken)
+            tg.start_soon(self._work, worker)
+        self.serving[msg["id"]] = worker.scope
+        worker.give(msg)
 
     async def _receive(self, tg: Any, rid: int, during: str) -> dict[str, Any]:
         """Handle the kernel's messages until the answer to ``run`` (request ``rid``)."""
@@ -281,30 +300,34 @@ class _Run:
             raise WireError(f"wrong seq: the answer to run carries seq {env.get('seq')!r}, expected {self.seq}")
         return env
 
-    async def _worker(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
-        """Serve callbacks, one at a time, until the run ends: between two it waits among the
-        idle workers. A task per callback cost more than the callback's own work (a task, a
-        handle, an event and a cancel scope of anyio's, a done callback and its loop turn); a
-        callback that blocks keeps its worker, and the next one gets another."""
+    async def _work(self, worker: _Worker) -> None:
+        """Serve the worker's callbacks until the run ends: between two it waits among the idle
+        workers. A task per callback cost more than the callback's own work (anyio's task,
+        handle, event and cancel scope, a done callback and its loop turn); a callback that
+        blocks keeps its worker, and the next one gets another. A ``$/cancel`` cancels the
+        worker's scope: the callback is answered "cancelled" and the worker takes a new scope."""
+        before: list[dict[str, Any]] = []  # notifications to write just before the answer
         while True:
-            await self._serve(msg, scope)
-            slot = _Slot()
-            self._idle.append(slot)
-            msg, scope = await slot.take()
-
-    async def _serve(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
-        """Serve one callback with the real doubles and answer it."""
-        rid, method, params = msg["id"], msg["method"], msg.get("params") or {}
-        reply: dict[str, Any] | None = None
-        before: list[dict[str, Any]] = []
-        with scope:
-            reply = await self._call(method, params, rid, before)
-        self.serving.pop(rid, None)
-        if reply is None:
-            if rid not in self.given_up:
-                return  # cancelled because the run ended: nobody waits for this answer
-            reply = {"error": {"code": REQUEST_CANCELLED, "message": "request cancelled"}}
-        await self.conn.send_many([*before, *self._clock(), {"jsonrpc": "2.0", "id": rid, **reply}], answers=method)
+            with worker.scope:
+                while not worker.scope.cancel_called:
+                    msg = await worker.ready()
+                    rid, method = msg["id"], msg["method"]
+                    reply = await self._call(method, msg.get("params") or {}, rid, before)
+                    self.serving.pop(rid, None)
+                    worker.msg = None
+                    await self.conn.send_many([*before, *self._clock(), {"jsonrpc": "2.0", "id": rid, **reply}], answers=method)
+                    before = []
+                    self._idle.append(worker)
+            msg, worker.msg = worker.msg, None
+            worker.scope = anyio.CancelScope()
+            if msg is not None:  # cancelled while serving it
+                rid = msg["id"]
+                self.serving.pop(rid, None)
+                if rid in self.given_up:
+                    reply = {"error": {"code": REQUEST_CANCELLED, "message": "request cancelled"}}
+                    await self.conn.send_many([*before, *self._clock(), {"jsonrpc": "2.0", "id": rid, **reply}], answers=msg["method"])
+            before = []
+            self._idle.append(worker)
 
     def _clock(self) -> list[dict[str, Any]]:
         """A ``clock`` notification when the harness clock moved since the last one sent: written

@@ -325,7 +325,7 @@ class Server:
             return
         try:
             result = await self.adapter.run(scenario, WireDoubles(self, seq, scenario, params.get("http_model")))
-            envelope: dict[str, Any] = {"seq": seq, "status": "ok", "result": result.model_dump(mode="json")}
+            envelope: dict[str, Any] = {"seq": seq, "status": "ok", "result": _as_json(result)}
         except Exception as exc:  # noqa: BLE001 - the adapter broke: say so, with context
             envelope = {
                 "seq": seq,
@@ -333,6 +333,16 @@ class Server:
                 "error": {"type": type(exc).__name__, "message": str(exc), "context": traceback.format_exc(limit=8)},
             }
         self.respond(rid, envelope)
+
+
+def _as_json(result: Any) -> Any:
+    """A RunResult for the wire: pydantic's JSON text, spliced into the line as it is (a fifth
+    of the cost of ``model_dump(mode="json")`` and a second encoding), or, for text JSON cannot
+    carry as UTF-8 (a lone surrogate), the dict, which the codec writes with escapes."""
+    try:
+        return codec.Raw(result.model_dump_json())
+    except ValueError:  # pydantic_core.PydanticSerializationError
+        return result.model_dump(mode="json")
 
 
 def _result(msg: dict[str, Any]) -> Any:

@@ -4,8 +4,9 @@ the kernel's stdin).
 On asyncio the pipe is read by a protocol: the loop calls it with what it read, lines are cut
 there, and ``take`` hands over a line already read without a trip through the event loop (the
 process's stream, a buffered stream over it and a wait per read cost more than the line's own
-handling). A ``deliver`` callback may take a line as soon as it is read (see
-:meth:`LineReader.set_deliver`), or decode it for ``take``. Elsewhere (trio) the pipe is read with ``wait_readable``.
+handling). A ``deliver`` callback may take a line as soon as it is read, or decode it for
+``take`` (see :meth:`LineReader.set_deliver`). Elsewhere (trio) the pipe is read with
+``wait_readable``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class LineReader:
         self._waiter: Any = None
         self._deliver: Callable[[bytes], Any] | None = None
         self._transport: Any = None
+        self._loop: Any = None
         self._asyncio = False
         self._too_long = False
 
@@ -45,7 +47,7 @@ class LineReader:
         assert fd is not None
         os.set_blocking(fd, False)
         if sniffio.current_async_library() == "asyncio":
-            loop = asyncio.get_running_loop()
+            loop = self._loop = asyncio.get_running_loop()
             pipe = os.fdopen(fd, "rb", buffering=0)  # the transport closes it
             self._transport, _ = await loop.connect_read_pipe(lambda: _Protocol(self), pipe)
             self._asyncio = True
@@ -142,8 +144,16 @@ class LineReader:
         transport, self._transport = self._transport, None
         self._deliver = None
         if transport is not None:
+            loop = self._loop
             try:
-                transport.close()
+                here = asyncio.get_running_loop() is loop
+            except RuntimeError:
+                here = False
+            try:
+                if here:
+                    transport.close()
+                else:  # from another thread (an abandoned connection): the loop's own thread closes it
+                    loop.call_soon_threadsafe(transport.close)
                 return
             except RuntimeError:  # its loop is closed: close the pipe itself
                 pipe = transport.get_extra_info("pipe")

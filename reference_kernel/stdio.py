@@ -466,6 +466,23 @@ def main() -> None:
         anyio.run(server.serve)
     except KeyboardInterrupt:
         pass
+    _exit_now()
+
+
+def _exit_now() -> None:
+    """End the process without tearing every module down (~60 ms of CPU for a process holding
+    pydantic's models, paid at each stop: the harness's probe and its run): the atexit handlers
+    run, then ``os._exit``. Not under a profiler or a tracer (they write their data at the
+    interpreter's exit), nor while another thread runs."""
+    import atexit
+    import threading
+
+    if sys.getprofile() is not None or sys.gettrace() is not None or threading.active_count() > 1:
+        return
+    atexit._run_exitfuncs()
+    sys.stderr.flush()
+    sys.__stderr__.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -382,6 +382,7 @@ class _Run:
         index = getattr(self.doubles, "model_calls", 0) - 1
         one_by_one = index < 0 or index in self._blocking
         chunks: list[dict[str, Any]] = []
+        ended = False  # the stream ran to its end or raised: closing it has nothing to wait for
         try:
             async for chunk in stream:
                 chunks.append(chunk)
@@ -390,12 +391,16 @@ class _Run:
                     await self.conn.send_many([*self._clock(), note])
                 else:
                     before.append(note)
+            ended = True
         except ModelCallError as exc:
+            ended = True
             return {"error": {"code": MODEL_ERROR, "message": str(exc),
                               "data": {"status": exc.status, "message": exc.message, "kind": exc.kind, "chunks": chunks}}}
         finally:
             aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
+            if aclose is not None and ended:
+                await aclose()
+            elif aclose is not None:
                 with anyio.CancelScope(shield=True):
                     await aclose()
         return {"result": {"chunks": chunks}}

@@ -318,16 +318,18 @@ class _Run:
                     await self.conn.send_many([*before, *self._clock(), {"jsonrpc": "2.0", "id": rid, **reply}], answers=method)
                     before = []
                     self._idle.append(worker)
+            # The scope was cancelled: while serving a callback, or (its cancel came too late to
+            # interrupt it) once it was served, the worker already idle again.
             msg, worker.msg = worker.msg, None
             worker.scope = anyio.CancelScope()
-            if msg is not None:  # cancelled while serving it
+            if msg is not None:
                 rid = msg["id"]
                 self.serving.pop(rid, None)
                 if rid in self.given_up:
                     reply = {"error": {"code": REQUEST_CANCELLED, "message": "request cancelled"}}
                     await self.conn.send_many([*before, *self._clock(), {"jsonrpc": "2.0", "id": rid, **reply}], answers=msg["method"])
-            before = []
-            self._idle.append(worker)
+                before = []
+                self._idle.append(worker)
 
     def _clock(self) -> list[dict[str, Any]]:
         """A ``clock`` notification when the harness clock moved since the last one sent: written

@@ -264,11 +264,13 @@ class Server:
     async def _serve(self) -> None:
         async with anyio.create_task_group() as tg:
             async for line in self.lines():
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    print(f"reference_kernel.stdio: not JSON: {line[:200]!r}", file=sys.stderr)
-                    continue
+                msg = codec.fast_loads(line)
+                if msg is codec.UNREAD:
+                    try:
+                        msg = json.loads(line)
+                    except ValueError:
+                        print(f"reference_kernel.stdio: not JSON: {line[:200]!r}", file=sys.stderr)
+                        continue
                 method = msg.get("method")
                 if method is None:
                     pending = self._pending.get(msg.get("id"))

@@ -108,8 +108,8 @@ def test_a_cancel_point_cancels_the_turn_over_the_wire(runner: PortalRunner, ref
 
 
 def test_a_callback_the_kernel_gives_up_is_answered_cancelled_and_the_next_one_is_served(runner: PortalRunner) -> None:
-    """``$/cancel`` of a callback still being served: answered -32800; the worker that served it
-    serves the next callback (with a new cancel scope)."""
+    """``$/cancel`` of a callback being served (its first chunk sent, then blocked): answered
+    -32800; the worker that served it serves the next callback (with a new cancel scope)."""
     scenario = Scenario(
         name="give up",
         profile="commonagent",

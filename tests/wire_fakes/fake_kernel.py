@@ -14,8 +14,9 @@ stands for a kernel in another language). ``python fake_kernel.py MODE``:
 * ``spans``: sends one span as a notification and another in the result; ``badspan``: its
   notified span has no ``span_id``;
 * ``exit``: exits with code 5 at once, before answering ``start``;
-* ``giveup``: gives up its first ``model.complete`` (``$/cancel``), then makes a second one; its
-  reply is the first answer's error code and the second's text, ``CODE:TEXT``.
+* ``giveup``: gives up its first ``model.complete`` (``$/cancel``) once its first chunk came,
+  then makes a second one; its reply is the first answer's error code and the second's text,
+  ``CODE:TEXT``.
 """
 
 import json
@@ -80,6 +81,8 @@ def run(rid, params):
         send({"jsonrpc": "2.0", "method": "span", "params": {"seq": seq, "span": {"name": "turn", "kind": "turn"}}})
     if MODE == "giveup":
         send({"jsonrpc": "2.0", "id": 1, "method": "model.complete", "params": {"seq": seq, "request": {"messages": []}, "turn": TURN}})
+        while read().get("method") != "model.chunk":
+            pass  # its first chunk: the harness is serving it
         send({"jsonrpc": "2.0", "method": "$/cancel", "params": {"seq": seq, "id": 1}})
         while True:
             first = read()

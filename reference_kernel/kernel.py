@@ -15,11 +15,9 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
 
 from reference_kernel.cancel import CancellationToken, Cancelled
 from reference_kernel.concurrency import ConcurrencySpec, KeyedLocks, concurrency_key
@@ -45,6 +43,9 @@ from reference_kernel.jsontext import parse as parse_json
 from reference_kernel.records import NewSession, ToolCallRecord, TurnInfo, UsageEvent
 from reference_kernel.spans import MemorySpanRecorder, SpanRecorder
 from reference_kernel.tags import merge_tags
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 _perf_counter = time.perf_counter  # a tool call's duration_ms (read twice a call)
 TITLE_CHARS = 60  # CommonOS titles a new session with the first 60 characters of its first message
@@ -229,6 +230,10 @@ class LoopCore:
             raise ConfigError("tools", f"tool {spec.name!r} has no implementation")
         validator = None
         if set(spec.input_schema) - {"type", "description", "title"}:  # more than "an object"
+            # Imported here: a kernel process answering the wire's `start` needs no jsonschema.
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
             try:
                 Draft202012Validator.check_schema(spec.input_schema)
             except SchemaError as exc:
@@ -447,6 +452,8 @@ class LoopCore:
         validator = c.entry.validator if c.entry else None
         if validator is None:
             return None
+        from jsonschema.exceptions import best_match
+
         error = best_match(validator.iter_errors(c.args))
         if error is None:
             return None

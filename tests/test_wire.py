@@ -107,6 +107,20 @@ def test_a_cancel_point_cancels_the_turn_over_the_wire(runner: PortalRunner, ref
     assert run.doubles.log.of("cancel") and not run.doubles.log.of("cancel_missing")
 
 
+def test_a_callback_the_kernel_gives_up_is_answered_cancelled_and_the_next_one_is_served(runner: PortalRunner) -> None:
+    """``$/cancel`` of a callback being served (its first chunk sent, then blocked): answered
+    -32800; the worker that served it serves the next callback (with a new cancel scope)."""
+    scenario = Scenario(
+        name="give up",
+        profile="commonagent",
+        model=ModelDef(responses=[ModelResponse(text="never", block_until_cancelled=True), ModelResponse(text="after")]),
+        user_messages=[UserMessage(text="hi")],
+    )
+    run = runner.run(load_adapter(fake("giveup")), scenario)
+    assert run.result is not None, run.error or run.diagnostic
+    assert run.result.outcomes[0].reply == "-32800:after"
+
+
 def test_a_crash_is_an_error_with_the_stderr_tail_and_the_next_scenario_gets_a_new_process(runner: PortalRunner) -> None:
     adapter = load_adapter(fake("crash"))
     run = runner.run(adapter, tool_scenario(name="crash me"))

@@ -5,8 +5,9 @@
 an in-process kernel. One kernel process (:class:`~conformance.wire.connection.Connection`) serves
 the whole suite run: started lazily in the event loop that runs the scenarios, ``start``-ed once,
 and replaced after anything that leaves it in an unknown state (a crash, a hang, garbage on
-stdout, a wrong ``seq``). During a ``run`` every callback the kernel sends is served in its own
-task by the real doubles, so rendezvous-based concurrency checks work over the wire as in-process.
+stdout, a wrong ``seq``). During a ``run`` every callback the kernel sends is served in a task
+of its own while it lasts (a worker, reused by the next callback once it is done), by the real
+doubles, so rendezvous-based concurrency checks work over the wire as in-process.
 
 The ``info`` is needed before any event loop runs (the CLI validates the adapter first), so
 loading the spec does a short synchronous probe: start the process in a helper thread, ``start``,
@@ -15,12 +16,15 @@ loading the spec does a short synchronous probe: start the process in a helper t
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import anyio
+import sniffio
 
 from conformance.boundary.adapter import AdapterInfo, ModelCallError, RunResult, ToolFailed
 from conformance.harness.doubles import HarnessDoubles, HookRaised
@@ -42,6 +46,35 @@ __all__ = ["AdapterErrored", "StdioAdapter", "WireError", "load_stdio", "_LIVE_P
 _INFO_CACHE: dict[tuple[str, ...], AdapterInfo] = {}
 
 
+class _Worker:
+    """A task of the run's task group serving callbacks one at a time (see :meth:`_Run._work`):
+    the callback it is given, and the cancel scope a ``$/cancel`` of that callback cancels (one
+    for as long as none is cancelled)."""
+
+    __slots__ = ("_wake", "_woken", "msg", "scope")
+
+    def __init__(self, woken: Callable[[], Any]) -> None:
+        self.msg: dict[str, Any] | None = None
+        self.scope = anyio.CancelScope()
+        self._woken = woken
+        self._wake: Any = None
+
+    def give(self, msg: dict[str, Any]) -> None:
+        self.msg = msg
+        wake, self._wake = self._wake, None
+        if isinstance(wake, anyio.Event):
+            wake.set()
+        elif wake is not None and not wake.done():
+            wake.set_result(None)
+
+    async def ready(self) -> dict[str, Any]:
+        """The callback given (at once when it is there already)."""
+        while self.msg is None:
+            self._wake = self._woken()
+            await (self._wake.wait() if isinstance(self._wake, anyio.Event) else self._wake)
+        return self.msg
+
+
 class _Run:
     """One scenario over the wire: serves callbacks until the ``run`` response arrives."""
 
@@ -58,6 +91,10 @@ class _Run:
         self.given_up: set[Any] = set()
         #: Message objects already handed to the doubles, by a cheap content key (see _intern).
         self._seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+        #: Workers waiting for a callback to serve (see _work), the latest last, and how one
+        #: waits: an asyncio future (asyncio), an anyio Event (elsewhere).
+        self._idle: list[_Worker] = []
+        self._woken: Callable[[], Any] = anyio.Event
         self._previous: dict[Any, list[Any]] = {}
         self._blocking = self._blocking_calls(scenario)
         #: The last harness clock reading sent in a ``clock`` notification (the kernel starts
@@ -142,52 +179,104 @@ class _Run:
             params["http_model"] = {"base_urls": served.base_urls(), "api_key": served.api_key}
         await conn.send({"jsonrpc": "2.0", "id": rid, "method": "run", "params": params})
         during = f"scenario {self.scenario.name!r}"
+        if sniffio.current_async_library() == "asyncio":
+            loop = asyncio.get_running_loop()
+            self._woken = loop.create_future
         async with anyio.create_task_group() as tg:
-            while True:
-                # No message counts as progress by itself ("$/" pings from a thread of a kernel
-                # deadlocked in its turn included): only what the doubles see it do does.
-                msg = await conn.receive(during)
-                method = msg.get("method")
-                if method is not None:
-                    if isinstance(method, str) and method.startswith("$/") and method != "$/cancel" and "id" not in msg:
-                        continue  # JSON-RPC/LSP convention: "$/" notifications may be ignored
-                    if not self._check_seq(msg):
-                        if "id" in msg:
-                            await conn.send({"jsonrpc": "2.0", "id": msg["id"], "error": {
-                                "code": REQUEST_CANCELLED, "message": "that scenario's run has ended"}})
-                        continue
+            conn.take_lines(lambda msg: self._take(msg, tg))
+            try:
+                return await self._receive(tg, rid, during)
+            finally:
+                conn.take_lines(None)  # what comes after the run's end is not this run's
+
+    def _take(self, msg: dict[str, Any], tg: Any) -> bool:
+        """What :meth:`_receive` does with a callback of this scenario, a span, a journal write
+        or a ``$/`` ping, done as its line is read (Connection.take_lines): no turn of the event
+        loop to wake the receiving task first. False, with nothing done: _receive handles it."""
+        method = msg.get("method")
+        if type(method) is not str:
+            return False
+        if method.startswith("$/"):
+            return method != "$/cancel" and "id" not in msg
+        params = msg.get("params")
+        if type(params) is not dict or type(params.get("seq")) is not int or params["seq"] != self.seq:
+            return False
+        if "id" in msg:
+            if type(msg["id"]) not in (int, str):
+                return False
+            self._dispatch(msg, tg)
+        elif method == "span":
+            span = params.get("span")
+            if type(span) is not dict:
+                return False
+            self.spans.append(span)
+        elif method == "journal.write":
+            report = getattr(self.doubles, "journal_write", None)
+            if report is not None:
+                try:
+                    report(str(params.get("op")), params.get("record"), params.get("turn"))
+                except Exception:  # noqa: BLE001 - _receive calls it again, and fails the run
+                    return False
+        else:
+            return False
+        return True
+
+    def _dispatch(self, msg: dict[str, Any], tg: Any) -> None:
+        """A callback to an idle worker, or to a new one."""
+        if self._idle:
+            worker = self._idle.pop()
+        else:
+            worker = _Worker(self._woken)
+            tg.start_soon(self._work, worker)
+        self.serving[msg["id"]] = worker.scope
+        worker.give(msg)
+
+    async def _receive(self, tg: Any, rid: int, during: str) -> dict[str, Any]:
+        """Handle the kernel's messages until the answer to ``run`` (request ``rid``)."""
+        conn = self.conn
+        while True:
+            # No message counts as progress by itself ("$/" pings from a thread of a kernel
+            # deadlocked in its turn included): only what the doubles see it do does.
+            msg = await conn.receive(during)
+            method = msg.get("method")
+            if method is not None:
+                if isinstance(method, str) and method.startswith("$/") and method != "$/cancel" and "id" not in msg:
+                    continue  # JSON-RPC/LSP convention: "$/" notifications may be ignored
+                if not self._check_seq(msg):
                     if "id" in msg:
-                        scope = anyio.CancelScope()
-                        self.serving[msg["id"]] = scope
-                        tg.start_soon(self._serve, msg, scope)
-                    elif method == "span":
-                        self.spans.append(self._notified_span(msg, conn.lines_read))
-                    elif method == "journal.write":
-                        # Inline, before any later line: its place in the log is its order.
-                        report = getattr(self.doubles, "journal_write", None)
-                        if report is not None:
-                            p = msg["params"]
-                            report(str(p.get("op")), p.get("record"), p.get("turn"))
-                    elif method == "$/cancel":
-                        target = msg["params"].get("id")
-                        scope = self.serving.get(target)
-                        if scope is not None:
-                            self.given_up.add(target)
-                            scope.cancel()
-                    else:
-                        raise WireError(f"the kernel sent an unknown notification {method!r} (line {conn.lines_read})")
+                        await conn.send({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                            "code": REQUEST_CANCELLED, "message": "that scenario's run has ended"}})
                     continue
-                if msg.get("id") != rid:
-                    old = conn.answered.get(msg.get("id")) if isinstance(msg.get("id"), int) else None
-                    if old is not None:
-                        conn.stray(old, f"the kernel answered its run request (id {msg.get('id')}) a second time (line {conn.lines_read})")
-                        continue
-                    raise WireError(f"the kernel answered request id {msg.get('id')!r}, which the harness never sent (line {conn.lines_read})")
-                conn._ours.pop(rid, None)
-                conn.answered[rid] = self.seq
-                conn.finished.add(self.seq)
-                tg.cancel_scope.cancel()  # callbacks still pending after the run ended are moot
-                return self._envelope(msg)
+                if "id" in msg:
+                    self._dispatch(msg, tg)
+                elif method == "span":
+                    self.spans.append(self._notified_span(msg, conn.lines_read))
+                elif method == "journal.write":
+                    # Inline, before any later line: its place in the log is its order.
+                    report = getattr(self.doubles, "journal_write", None)
+                    if report is not None:
+                        p = msg["params"]
+                        report(str(p.get("op")), p.get("record"), p.get("turn"))
+                elif method == "$/cancel":
+                    target = msg["params"].get("id")
+                    scope = self.serving.get(target)
+                    if scope is not None:
+                        self.given_up.add(target)
+                        scope.cancel()
+                else:
+                    raise WireError(f"the kernel sent an unknown notification {method!r} (line {conn.lines_read})")
+                continue
+            if msg.get("id") != rid:
+                old = conn.answered.get(msg.get("id")) if isinstance(msg.get("id"), int) else None
+                if old is not None:
+                    conn.stray(old, f"the kernel answered its run request (id {msg.get('id')}) a second time (line {conn.lines_read})")
+                    continue
+                raise WireError(f"the kernel answered request id {msg.get('id')!r}, which the harness never sent (line {conn.lines_read})")
+            conn._ours.pop(rid, None)
+            conn.answered[rid] = self.seq
+            conn.finished.add(self.seq)
+            tg.cancel_scope.cancel()  # callbacks still pending after the run ended are moot
+            return self._envelope(msg)
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
@@ -211,19 +300,36 @@ class _Run:
             raise WireError(f"wrong seq: the answer to run carries seq {env.get('seq')!r}, expected {self.seq}")
         return env
 
-    async def _serve(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
-        """Serve one callback with the real doubles and answer it."""
-        rid, method, params = msg["id"], msg["method"], msg.get("params") or {}
-        reply: dict[str, Any] | None = None
-        before: list[dict[str, Any]] = []
-        with scope:
-            reply = await self._call(method, params, rid, before)
-        self.serving.pop(rid, None)
-        if reply is None:
-            if rid not in self.given_up:
-                return  # cancelled because the run ended: nobody waits for this answer
-            reply = {"error": {"code": REQUEST_CANCELLED, "message": "request cancelled"}}
-        await self.conn.send_many([*before, *self._clock(), {"jsonrpc": "2.0", "id": rid, **reply}], answers=method)
+    async def _work(self, worker: _Worker) -> None:
+        """Serve the worker's callbacks until the run ends: between two it waits among the idle
+        workers. A task per callback cost more than the callback's own work (anyio's task,
+        handle, event and cancel scope, a done callback and its loop turn); a callback that
+        blocks keeps its worker, and the next one gets another. A ``$/cancel`` cancels the
+        worker's scope: the callback is answered "cancelled" and the worker takes a new scope."""
+        before: list[dict[str, Any]] = []  # notifications to write just before the answer
+        while True:
+            with worker.scope:
+                while not worker.scope.cancel_called:
+                    msg = await worker.ready()
+                    rid, method = msg["id"], msg["method"]
+                    reply = await self._call(method, msg.get("params") or {}, rid, before)
+                    self.serving.pop(rid, None)
+                    worker.msg = None
+                    await self.conn.send_many([*before, *self._clock(), {"jsonrpc": "2.0", "id": rid, **reply}], answers=method)
+                    before = []
+                    self._idle.append(worker)
+            # The scope was cancelled: while serving a callback, or (its cancel came too late to
+            # interrupt it) once it was served, the worker already idle again.
+            msg, worker.msg = worker.msg, None
+            worker.scope = anyio.CancelScope()
+            if msg is not None:
+                rid = msg["id"]
+                self.serving.pop(rid, None)
+                if rid in self.given_up:
+                    reply = {"error": {"code": REQUEST_CANCELLED, "message": "request cancelled"}}
+                    await self.conn.send_many([*before, *self._clock(), {"jsonrpc": "2.0", "id": rid, **reply}], answers=msg["method"])
+                before = []
+                self._idle.append(worker)
 
     def _clock(self) -> list[dict[str, Any]]:
         """A ``clock`` notification when the harness clock moved since the last one sent: written
@@ -278,6 +384,7 @@ class _Run:
         index = getattr(self.doubles, "model_calls", 0) - 1
         one_by_one = index < 0 or index in self._blocking
         chunks: list[dict[str, Any]] = []
+        ended = False  # the stream ran to its end or raised: closing it has nothing to wait for
         try:
             async for chunk in stream:
                 chunks.append(chunk)
@@ -286,12 +393,16 @@ class _Run:
                     await self.conn.send_many([*self._clock(), note])
                 else:
                     before.append(note)
+            ended = True
         except ModelCallError as exc:
+            ended = True
             return {"error": {"code": MODEL_ERROR, "message": str(exc),
                               "data": {"status": exc.status, "message": exc.message, "kind": exc.kind, "chunks": chunks}}}
         finally:
             aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
+            if aclose is not None and ended:
+                await aclose()
+            elif aclose is not None:
                 with anyio.CancelScope(shield=True):
                     await aclose()
         return {"result": {"chunks": chunks}}

@@ -19,17 +19,18 @@ import shlex
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.abc
 import sniffio
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 import conformance
 from conformance.boundary.adapter import AdapterInfo
 from conformance.errors import UsageError
 from conformance.wire import codec, reaper, validate
+from conformance.wire.lines import LineReader, LineTooLong
 from conformance.wire.messages import PROTOCOL_VERSION
 
 #: Seconds a kernel process gets to answer ``start`` (it may have a runtime to boot).
@@ -94,7 +95,8 @@ class Connection:
         self.command = command
         self.validating = validating
         self.process: anyio.abc.Process | None = None
-        self.stdout: BufferedByteReceiveStream | None = None
+        #: The kernel's stdout: a pipe of ours, read line by line.
+        self.stdout: LineReader | None = None
         self.stderr_file: Any = None
         self.token: Any = None
         self.lines_read = 0
@@ -133,29 +135,33 @@ class Connection:
         tag = reaper.new_tag()
         env = dict(os.environ, AKC_PROTOCOL=str(PROTOCOL_VERSION), **{reaper.TAG_VAR: tag})
         stdin: int = -1
+        stdout_r, stdout = os.pipe()
         if os.name == "posix":
             stdin, self._stdin_fd = os.pipe()
             os.set_blocking(self._stdin_fd, False)
         try:
             self.process = await anyio.open_process(
-                self.command, stdin=stdin, stdout=-1, stderr=self.stderr_file, env=env, start_new_session=os.name == "posix"
+                self.command, stdin=stdin, stdout=stdout, stderr=self.stderr_file, env=env, start_new_session=os.name == "posix"
             )
         except (FileNotFoundError, PermissionError) as exc:
+            os.close(stdout_r)
             self._close_stderr()
             self._close_stdin()
             raise UsageError(f"adapter 'stdio:{shlex.join(self.command)}': cannot start {self.command[0]!r} ({exc.strerror})") from None
         except BaseException:
+            os.close(stdout_r)
             self._close_stdin()
             raise
         finally:
+            os.close(stdout)  # the kernel's ends
             if stdin != -1:
-                os.close(stdin)  # the kernel's end
+                os.close(stdin)
         self.token = loop_token()
         _LIVE_PIDS.add(self.process.pid)
         _TAGS[self.process.pid] = tag
+        self.stdout = LineReader(stdout_r, MAX_LINE)
         self._spawn_keeper()
-        assert self.process.stdout is not None
-        self.stdout = BufferedByteReceiveStream(self.process.stdout)
+        await self.stdout.start()
 
     def _spawn_keeper(self) -> None:
         """A background task of the event loop itself that kills the process when the loop shuts
@@ -240,6 +246,7 @@ class Connection:
             with anyio.move_on_after(1):
                 await proc.aclose()
         self._close_stdin()
+        self._close_stdout()
         self._close_stderr()
 
     def abandon(self) -> None:
@@ -249,6 +256,7 @@ class Connection:
             _LIVE_PIDS.discard(proc.pid)
             kill_group(proc.pid)
         self._close_stdin()
+        self._close_stdout()
         self._close_stderr()
 
     def _close_stdin(self) -> None:
@@ -263,6 +271,10 @@ class Connection:
             os.close(fd)
         except OSError:
             pass
+
+    def _close_stdout(self) -> None:
+        if self.stdout is not None:
+            self.stdout.close()
 
     def _close_stderr(self) -> None:
         if self.stderr_file is not None:
@@ -390,11 +402,40 @@ class Connection:
         a JSON-RPC message."""
         assert self.stdout is not None
         try:
-            raw = await self.stdout.receive_until(b"\n", MAX_LINE)
-        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise await self.died(during) from None
-        except anyio.DelimiterNotFound:
+            item = await self.stdout.take()
+        except LineTooLong:
             raise WireError(f"the kernel wrote a line longer than {MAX_LINE} bytes on stdout (line {self.lines_read + 1})") from None
+        if item is None:
+            raise await self.died(during)
+        if type(item) is bytes:
+            return self.decode(item)
+        return item  # decoded as it was read (see take_lines)
+
+    def take_lines(self, handler: Callable[[dict[str, Any]], bool] | None) -> None:
+        """``handler(msg)`` sees each message as soon as its line is read, while no earlier one
+        waits for :meth:`receive` (asyncio, not validating: elsewhere it sees none); True: it
+        took the message, which :meth:`receive` will not return. It must not raise. None:
+        every message waits for :meth:`receive`."""
+        reader = self.stdout
+        if reader is None:
+            return
+        if handler is None or self.validating:
+            reader.set_deliver(None)
+            return
+
+        def deliver(raw: bytes) -> Any:
+            read = self.lines_read
+            try:
+                msg = self.decode(raw)
+            except WireError:
+                self.lines_read = read  # receive decodes it again, and raises
+                return raw
+            return None if handler(msg) else msg
+
+        reader.set_deliver(deliver)
+
+    def decode(self, raw: bytes) -> dict[str, Any]:
+        """One line from the kernel → its message; WireError if it is not a JSON-RPC message."""
         self.lines_read += 1
         msg = codec.fast_loads(raw)
         if msg is codec.UNREAD:
@@ -439,7 +480,7 @@ class Connection:
     def pending(self) -> str | None:
         """What the kernel wrote on stdout without a newline yet (for a hang diagnostic)."""
         stream = self.stdout
-        size = len(stream.buffer) if stream is not None else 0
+        size = stream.buffered() if stream is not None else 0
         if not size:
             return None
         return f"{size} bytes on the kernel's stdout with no newline yet (line {self.lines_read + 1} is unfinished)"

@@ -13,7 +13,10 @@ stands for a kernel in another language). ``python fake_kernel.py MODE``:
 * ``errored`` / ``skipped``: answers run with that envelope;
 * ``spans``: sends one span as a notification and another in the result; ``badspan``: its
   notified span has no ``span_id``;
-* ``exit``: exits with code 5 at once, before answering ``start``.
+* ``exit``: exits with code 5 at once, before answering ``start``;
+* ``giveup``: gives up its first ``model.complete`` (``$/cancel``) once its first chunk came,
+  then makes a second one; its reply is the first answer's error code and the second's text,
+  ``CODE:TEXT``.
 """
 
 import json
@@ -76,6 +79,20 @@ def run(rid, params):
         send({"jsonrpc": "2.0", "method": "span", "params": {"seq": seq, "span": {"span_id": "n1", "name": "turn", "kind": "turn"}}})
     if MODE == "badspan":
         send({"jsonrpc": "2.0", "method": "span", "params": {"seq": seq, "span": {"name": "turn", "kind": "turn"}}})
+    if MODE == "giveup":
+        send({"jsonrpc": "2.0", "id": 1, "method": "model.complete", "params": {"seq": seq, "request": {"messages": []}, "turn": TURN}})
+        while read().get("method") != "model.chunk":
+            pass  # its first chunk: the harness is serving it
+        send({"jsonrpc": "2.0", "method": "$/cancel", "params": {"seq": seq, "id": 1}})
+        while True:
+            first = read()
+            if "method" not in first and first.get("id") == 1:
+                break
+        answer = call(2, "model.complete", {"seq": seq, "request": {"messages": []}, "turn": TURN})
+        text = "".join(c.get("text", "") for c in answer.get("result", {}).get("chunks", []) if c.get("type") == "text")
+        code = (first.get("error") or {}).get("code")
+        send({"jsonrpc": "2.0", "id": rid, "result": result(seq, scenario, f"{code}:{text}")})
+        return
     answer = call(1, "model.complete", {"seq": seq, "request": {"messages": [{"role": "user", "text": "hi"}]}, "turn": TURN})
     if MODE == "crashall" or (MODE == "crash" and "crash" in scenario["name"]):
         sys.stderr.write("fatal: the fake kernel crashed (pid %d)\n" % os.getpid())

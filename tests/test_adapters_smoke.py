@@ -137,9 +137,11 @@ FRAMEWORKS = [
             "LOOP-005": Confirmed("pass", "google/adk/flows/llm_flows/core/_finalizer.py:300-320"),
             # The callback context's session events hold this invocation's model responses so far.
             "LOOP-001": Confirmed("pass", "google/adk/agents/readonly_context.py:61-64; google/adk/agents/invocation_context.py:78-94"),
-            # Synchronous FunctionTools run on RunConfig.tool_thread_pool_config's pool: one worker, one
-            # call at a time — every call, a tool having no kind: CONC-007 is LOOP-008's (tool_kinds).
-            "CONC-007": Confirmed("blocked", "google/adk/agents/run_config.py:199-232; google/adk/utils/_sync_runner.py:186-201"),
+            # An interactive tool is long-running (human-in-the-loop): no result in the batch, whose
+            # other calls are gathered to the end, then the invocation pauses and the client answers
+            # the interactive calls one at a time and resumes, as ADK's CLI does.
+            "LOOP-008": Confirmed("pass", "google/adk/tools/base_tool.py:65-67; google/adk/flows/llm_flows/tools/_caller.py:628-638; google/adk/flows/llm_flows/tools/_batch_executor.py:262-274; google/adk/agents/llm_agent.py:638-650; google/adk/cli/cli.py:258-270"),
+            "CONC-007": Confirmed("pass", "google/adk/tools/base_tool.py:65-67; google/adk/agents/llm_agent.py:638-650; google/adk/cli/cli.py:258-270"),
         },
     ),
     Framework(

@@ -31,11 +31,13 @@ What maps to what (the ``LlmAgent`` callbacks):
 * ``post-tool-call`` and ``post-apply`` → a plugin's ``on_event_callback`` on the merged
   function-response event (``plugins/base_plugin.py:155-162``, run by the runner on every event
   before it is stored or the flow goes on, ``runners.py:1516-1534, 1598-1607``): it comes once
-  every call of the response has ended. post-tool-call for each call in the order asked, then
-  post-apply with the plan ADK has no veto chain for (the response's resource calls, none
-  vetoed); a terminal tool's turn ends at its own post-tool-call.
-* The policy precheck → the same ``before_tool_callback``: returning a dict answers the call
-  without running the tool (``flows/llm_flows/tools/_caller.py:505-524``).
+  every call of the response has ended, or, when the response had interactive calls and no
+  resource call, from the client once it has answered them. post-tool-call for each call in the
+  order asked, then post-apply with the plan the veto chain left (the response's resource calls);
+  a terminal tool's turn ends at its own post-tool-call.
+* The policy precheck → ``before_tool_callback``: returning a dict answers the call without
+  running the tool (``flows/llm_flows/tools/_caller.py:505-524``). An interactive call is
+  prechecked by the client, before it answers the call.
 * ``terminates_turn`` → ``tool_context.actions.skip_summarization = True``: the function-response
   event is a final response and the loop stops (``events/event.py:286-296``,
   ``flows/llm_flows/base_llm_flow.py:306``: DONE-002 passes).
@@ -46,31 +48,41 @@ What maps to what (the ``LlmAgent`` callbacks):
   ``generate_content`` the model call, ``execute_tool`` the tool; ``invocation`` and ``call_llm``
   are ``other``.
 * Usage → ``LlmResponse.usage_metadata`` tokens only: ADK computes no cost.
-* Interactive tools one at a time → ``RunConfig.tool_thread_pool_config =
-  ToolThreadPoolConfig(max_workers=1)`` when the scenario has one (``agents/run_config.py:55-80,
-  199-232``): ADK then calls a synchronous ``FunctionTool``'s function on its tool thread pool
-  (``utils/_sync_runner.py:186-201``), one call at a time with one worker, so the scenario's tools
-  are synchronous ``FunctionTool`` objects there. Every call of such a scenario runs alone (no per-call
-  setting exists), as smolagents' ``max_tool_threads=1``.
+* Tool kinds → an interactive tool is a long-running (human-in-the-loop) tool,
+  ``BaseTool.is_long_running`` (``tools/base_tool.py:65-67``) whose ``run_async`` returns nothing:
+  its call gets no result in the batch (``flows/llm_flows/tools/_caller.py:628-638``), the
+  response's other calls run as concurrent tasks gathered to the end
+  (``flows/llm_flows/tools/_batch_executor.py:262-274``), then the invocation pauses
+  (``agents/llm_agent.py:638-650``). The client answers the response's interactive calls one at a
+  time in the order asked (policy precheck, then the tool) and resumes with their
+  ``FunctionResponse``s, as ADK's CLI does (``cli/cli.py:258-270``); with resource calls also
+  waiting, the answers go in a message of their own before the confirmations, since ADK leaves a
+  user event holding a confirmation out of the model's history
+  (``flows/llm_flows/context/_contents.py:389-395, 838-840``). post-tool-call, plan-ready and
+  post-apply wait for those answers. ADK appends the late answers after the response's other
+  results (``flows/llm_flows/tools/_rearranger.py:29-97``). A resource tool asks for
+  confirmation (plan-ready below).
 * Cancellation → the host cancels the task iterating ``run_async``, once (as asyncio does), and
   waits for ADK's cleanup, which cancels the agent's root task and awaits it; the harness's
-  canceller returns once that cleanup is over (``_common.run_messages``), so a tool the cancel
-  came in is still running on the pool while ADK cancels the response's other calls. Their
-  queued work items are then cancelled before the pool's worker reaches them: STOP-001 passes.
-  With asynchronous tools on the event loop (no pool) a created call still starts after the
-  cancel (``flows/llm_flows/tools/_batch_executor.py:262-274``, docs/upstream/google_adk_next_tool_after_abort.py);
-  no scenario of the suite runs ADK that way at a cancel point.
+  canceller returns once that cleanup is over (``_common.run_messages``). A cancel while the
+  client answers an interactive call stops it before the next one. A call ADK has created as a
+  task still starts after the cancel (``flows/llm_flows/tools/_batch_executor.py:262-274``,
+  docs/upstream/google_adk_next_tool_after_abort.py); in the suite's cancel scenarios a batch's
+  other calls are resource calls, which only ask for confirmation, and interactive ones, which
+  the client answers: no tool runs after the cancel.
 
 * plan-ready → ADK's tool confirmation: a resource tool asks ``ToolContext.request_confirmation``
   (``agents/context.py:702-731``), the invocation pauses (resumable app, ``apps/_configs.py:29-46``)
   while the response's other calls run, the veto chain decides, and the run resumes with an
   ``adk_request_confirmation`` response per call (``flows/llm_flows/tools/_confirmation.py:170-215``);
-  a response without resource calls gets an empty plan from ``on_event_callback``.
+  a response without resource calls gets an empty plan from ``on_event_callback`` (or from the
+  client, after its interactive calls).
 
-Absent in google-adk: tool kinds and concurrency keys (the calls of
-one response run as concurrent tasks), a final tool-less turn when ``max_llm_calls`` fires, a
-doom-loop detector, a cost or wall-clock bound, TurnInfo and tags. Sub-agents are not wired
-(``AgentTool`` and ``sub_agents`` exist; the adapter maps no child agents onto them).
+Absent in google-adk: concurrency keys (the calls of one response run as concurrent tasks), a
+final tool-less turn when ``max_llm_calls`` fires, a doom-loop detector, a cost or wall-clock
+bound, TurnInfo and tags. Sub-agents are not wired (``AgentTool`` and ``sub_agents`` exist; the
+adapter maps no child agents onto them). An interactive tool that ends the turn is not mapped:
+the client's answer carries no ``skip_summarization``.
 """
 
 from __future__ import annotations
@@ -83,8 +95,6 @@ from importlib import metadata
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 
 from conformance.adapters._common import Hooks, OtelSpans, Run, Session, mapping, mapping_code, run_messages, tool_spec
 from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
@@ -280,10 +290,10 @@ MECHANISMS: dict[str, Mechanism] = {
     "post-tool-call": _m("native", "BasePlugin.on_event_callback (the merged function-response event)"),
     "session-end": _m("native", "LlmAgent.after_agent_callback / BasePlugin.on_run_error_callback (the run raised)"),
     "plan-ready": _m("native", "ToolContext.request_confirmation on resource tools → adk_request_confirmation → resumed with ToolConfirmation"),
-    "post-apply": _m("native", "BasePlugin.on_event_callback (the merged function-response event)", "the plan: the response's resource calls, none vetoed (no plan-ready)"),
-    "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)"),
-    "tool_kinds": _m("absent", note="every call of a response runs as a concurrent task"),
-    "concurrency_keys": _m("absent", note="the calls of a response run as concurrent tasks; RunConfig.tool_thread_pool_config with max_workers=1 (agents/run_config.py:199-232) when the scenario has an interactive tool, so all run one at a time"),
+    "post-apply": _m("native", "BasePlugin.on_event_callback (the merged function-response event)", "the plan the plan-ready veto chain left (an empty one without resource calls)"),
+    "policy_precheck": _m("native", "LlmAgent.before_tool_callback returning a response dict (the tool does not run)", "an interactive call is prechecked by the client before it answers the call"),
+    "tool_kinds": _m("native", "BaseTool.is_long_running (interactive: long-running HITL tools answered by the client after the pause, one at a time) / ToolContext.request_confirmation (resource)", "a data-source call is a plain tool, run with the response's other calls as concurrent tasks"),
+    "concurrency_keys": _m("absent", note="the calls of a response run as concurrent tasks"),
     "terminal_tool": _m("native", "ToolContext.actions.skip_summarization"),
     "max_turns": _m("native", "RunConfig.max_llm_calls → LlmCallsLimitExceededError"),
     "final_turn": _m("absent", note="the call over the limit raises; no model call without tools"),
@@ -307,7 +317,7 @@ class GoogleAdkAdapter:
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
-        from google.adk.agents.run_config import RunConfig, ToolThreadPoolConfig
+        from google.adk.agents.run_config import RunConfig
         from google.adk.runners import Runner
         from google.adk.sessions import InMemorySessionService
         from google.genai import types
@@ -316,11 +326,10 @@ class GoogleAdkAdapter:
         service = InMemorySessionService()
         from google.adk.apps import App
 
-        one_at_a_time = any(t.kind == "interactive" for t in scenario.tools)
-        agent, plugins = self._build(scenario, doubles, sync_tools=one_at_a_time)
+        agent, plugins = self._build(scenario, doubles)
         from google.adk.apps import ResumabilityConfig
 
-        # a confirmation request pauses the invocation (apps/_configs.py:29-46)
+        # a confirmation request or a long-running call pauses the invocation (apps/_configs.py:29-46)
         runner = Runner(app=App(name=APP, root_agent=agent, plugins=plugins, resumability_config=ResumabilityConfig(is_resumable=True)), session_service=service)
         trace_ids: set[int] = set()
         created: set[str] = set()
@@ -334,9 +343,6 @@ class GoogleAdkAdapter:
                 created.add(session.id)
                 await service.create_session(app_name=APP, user_id=USER, session_id=session.id)
             config = RunConfig(max_llm_calls=scenario.bounds.max_turns) if scenario.bounds.max_turns is not None else RunConfig()
-            if one_at_a_time:
-                # ADK's way to keep calls one at a time: synchronous tool functions on a one-worker pool
-                config.tool_thread_pool_config = ToolThreadPoolConfig(max_workers=1)
 
             async def consume_one(message: Any) -> str:
                 reply = ""
@@ -350,34 +356,51 @@ class GoogleAdkAdapter:
                 reply = await consume_one(types.Content(role="user", parts=[types.Part(text=text)]))
                 answered: set[str] = set()
                 while gate.get("awaiting"):
-                    # plan-ready on ADK's tool confirmation: the resource calls asked for
-                    # confirmation while the others ran; the veto chain decides, the run resumes
-                    stored = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
-                    requests = []
-                    for e in stored.events if stored else []:
-                        for fc in e.get_function_calls() if e.content is not None else []:
-                            if fc.name == "adk_request_confirmation" and fc.id not in answered:
-                                requests.append((fc.id, (fc.args or {}).get("originalFunctionCall") or {}))
-                    items = [{"call_id": o.get("id"), "name": o.get("name"), "args": o.get("args") or {}, "vetoed": False, "reason": None} for _, o in requests]
+                    # the invocation paused on the response's long-running calls (interactive tools)
+                    # and tool confirmations (resource tools) once its other calls had ended; the
+                    # client answers them and resumes, as ADK's CLI does (cli/cli.py:258-270)
+                    answers = []
                     try:
+                        for call in gate.pop("interactive", []):  # step 9b: one at a time, in the order asked
+                            response = types.FunctionResponse(id=call["id"], name=call["name"], response=await self._answer(call, _turn.get()))
+                            gate["held"].append(response)
+                            answers.append(types.Part(function_response=response))
+                        stored = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+                        requests = []
+                        for e in stored.events if stored else []:
+                            for fc in e.get_function_calls() if e.content is not None else []:
+                                if fc.name == "adk_request_confirmation" and fc.id not in answered:
+                                    requests.append((fc.id, (fc.args or {}).get("originalFunctionCall") or {}))
+                        # plan-ready on ADK's tool confirmation: the veto chain decides the resource calls
+                        items = [{"call_id": o.get("id"), "name": o.get("name"), "args": o.get("args") or {}, "vetoed": False, "reason": None} for _, o in requests]
                         plan = await self._hooks.plan_ready({"items": items}, _turn.get())
+                        if not requests:  # no resource call: every call of the turn has ended
+                            gate["plan"] = plan
+                            await self._release([])
                     except asyncio.CancelledError:
-                        # cancelled while ADK's invocation is paused for confirmation: its
-                        # after_agent_callback already ran at the pause (llm_agent.py:645-650,
-                        # base_agent.py:448-453), held back by the adapter while the run resumes
+                        # cancelled while ADK's invocation is paused: its after_agent_callback already
+                        # ran at the pause (llm_agent.py:645-650, base_agent.py:448-453), held back by
+                        # the adapter while the run resumes
                         if not gate.get("ended"):
                             gate["ended"] = True
                             with anyio.CancelScope(shield=True):
                                 await self._hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": "cancelled"}, _turn.get())
                         raise
-                    gate["plan"] = plan
-                    decided = Hooks.decisions(plan)
-                    parts = []
-                    for rid, o in requests:
-                        answered.add(rid)
-                        reason = decided.get(o.get("id"), "removed from the plan")
-                        parts.append(types.Part(function_response=types.FunctionResponse(
-                            id=rid, name="adk_request_confirmation", response={"confirmed": reason is None, "payload": reason})))
+                    parts = answers
+                    if requests:
+                        if answers:
+                            # on their own first: ADK leaves a user event holding a confirmation out of the
+                            # model's history (flows/llm_flows/context/_contents.py:389-395, 838-840); the
+                            # run resumes and pauses again on the confirmations (core/_resume.py:335-349)
+                            await consume_one(types.Content(role="user", parts=answers))
+                        gate["plan"] = plan
+                        decided = Hooks.decisions(plan)
+                        parts = []
+                        for rid, o in requests:
+                            answered.add(rid)
+                            reason = decided.get(o.get("id"), "removed from the plan")
+                            parts.append(types.Part(function_response=types.FunctionResponse(
+                                id=rid, name="adk_request_confirmation", response={"confirmed": reason is None, "payload": reason})))
                     gate["awaiting"] = False
                     reply = await consume_one(types.Content(role="user", parts=parts))
                 return reply
@@ -406,18 +429,16 @@ class GoogleAdkAdapter:
         result.spans = OtelSpans.spans(trace_ids, span_kind)
         return result
 
-    def _build(self, scenario: Scenario, doubles: Doubles, *, sync_tools: bool = False) -> tuple[Any, list[Any]]:
+    def _build(self, scenario: Scenario, doubles: Doubles) -> tuple[Any, list[Any]]:
         from google.adk.agents import LlmAgent
         from google.adk.models.base_llm import BaseLlm
         from google.adk.plugins.base_plugin import BasePlugin
         from google.adk.models.llm_response import LlmResponse
         from google.adk.tools.base_tool import BaseTool
-        from google.adk.tools.function_tool import FunctionTool
         from google.genai import types
 
         hooks = Hooks(scenario, doubles)
         self._hooks = hooks
-        token = anyio.lowlevel.current_token()
         kinds = {t.name: t.kind for t in scenario.tools}
 
         class ScriptedLlm(BaseLlm):
@@ -429,15 +450,37 @@ class GoogleAdkAdapter:
                 yield response_from_chunks(chunks)
 
         class ScenarioTool(BaseTool):
+            """An interactive tool is a long-running (human-in-the-loop) tool: its call gets no
+            result in the batch, the invocation pauses once the response's other calls have ended
+            and the client answers it (``tools/base_tool.py:65-67``, ``_caller.py:628-638``)."""
+
             def __init__(self, tool: ToolDef) -> None:
-                super().__init__(name=tool.name, description=tool.description or tool.name)
+                super().__init__(name=tool.name, description=tool.description or tool.name, is_long_running=tool.kind == "interactive")
                 self.tool = tool
 
             def _get_declaration(self) -> Any:
                 return types.FunctionDeclaration(name=self.tool.name, description=self.description, parameters_json_schema=self.tool.input_schema)
 
             async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+                if self.is_long_running:  # answered by the client after the pause
+                    return None
                 return await run_tool(self.tool, args, tool_context, _turn.get())
+
+        async def execute(call: dict[str, Any], turn: dict[str, Any]) -> dict[str, str]:
+            try:
+                out = await doubles.invoke_tool(call, turn)
+            except ToolFailed as exc:  # a scripted failure: ADK's error response
+                out = {"content": str(exc), "is_error": True}
+            return {"error": str(out.get("content", ""))} if out.get("is_error") else {"result": str(out.get("content", ""))}
+
+        async def answer(call: dict[str, Any], turn: dict[str, Any]) -> dict[str, str]:
+            """The client's answer to an interactive (long-running) call: the policy precheck, then the tool."""
+            verdict = await doubles.policy_precheck(call, turn)
+            if not verdict.get("allow", True):
+                return {"error": f"denied by policy: {verdict.get('reason')}"}
+            return await execute(call, turn)
+
+        self._answer = answer
 
         async def run_tool(tool: ToolDef, args: dict[str, Any], tool_context: Any, turn: dict[str, Any]) -> dict[str, str]:
             call = {"id": tool_context.function_call_id, "name": tool.name, "args": args}
@@ -448,33 +491,10 @@ class GoogleAdkAdapter:
                     return {"result": "awaiting plan-ready"}
                 if not conf.confirmed:
                     return {"error": f"Vetoed: {conf.payload}"}
-            try:
-                out = await doubles.invoke_tool(call, turn)
-            except ToolFailed as exc:  # a scripted failure: ADK's error response
-                out = {"content": str(exc), "is_error": True}
+            out = await execute(call, turn)
             if tool.terminates_turn:  # ADK's own "this response is final"
                 tool_context.actions.skip_summarization = True
-            return {"error": str(out.get("content", ""))} if out.get("is_error") else {"result": str(out.get("content", ""))}
-
-        class SyncScenarioTool(FunctionTool):
-            """The scenario tool as a synchronous ``FunctionTool``, whose function ADK calls on its
-            tool thread pool when ``RunConfig.tool_thread_pool_config`` is set (the function runs
-            with a copy of the caller's context variables, ``utils/_sync_runner.py:139-156``)."""
-
-            def __init__(self, tool: ToolDef) -> None:
-                def call(tool_context: Any, **args: Any) -> dict[str, str]:
-                    return anyio.from_thread.run(run_tool, tool, args, tool_context, _turn.get(), token=token)
-
-                call.__name__, call.__doc__ = tool.name, tool.description or tool.name
-                super().__init__(call)
-                self.tool = tool
-
-            def _get_declaration(self) -> Any:
-                return types.FunctionDeclaration(name=self.tool.name, description=self.description, parameters_json_schema=self.tool.input_schema)
-
-            def _prepare_invocation_args(self, args: dict[str, Any], tool_context: Any) -> dict[str, Any]:
-                # the scenario's JSON schema, not a Python signature, says what the tool takes: all of it
-                return {**args, "tool_context": tool_context}
+            return out
 
         async def before_agent(callback_context: Any) -> None:
             if _gate.get().get("started"):  # a run resumed after confirmation, same message
@@ -483,13 +503,14 @@ class GoogleAdkAdapter:
             await hooks.chain("session-start", {"session_id": _turn.get()["session_id"]}, _turn.get())
 
         async def after_agent(callback_context: Any) -> None:
-            if _gate.get().get("awaiting"):  # paused for plan-ready, the session goes on
-                return
             # ADK runs after_agent_callback also when the task driving the agent is cancelled
             # (agents/base_agent.py:453-467): it reports the cancellation that task is going through,
             # shielded so that a second cancel does not cut the dispatch short
             task = asyncio.current_task()
-            subtype = "cancelled" if (task is not None and task.cancelling()) or _gate.get()["abort"].is_set() else "success"
+            cancelled = (task is not None and task.cancelling()) or _gate.get()["abort"].is_set()
+            if _gate.get().get("awaiting") and not cancelled:  # paused for the client's answers, the session goes on
+                return
+            subtype = "cancelled" if cancelled else "success"
             _gate.get()["ended"] = True
             with anyio.CancelScope(shield=True):
                 await hooks.chain("session-end", {"session_id": _turn.get()["session_id"], "subtype": subtype}, _turn.get())
@@ -537,11 +558,16 @@ class GoogleAdkAdapter:
             for call in message.get("tool_calls") or []:
                 asked[call["id"]] = call
                 await hooks.chain("pre-tool-call", call, _turn.get())
+            # its interactive calls wait for the client's answers after the pause
+            interactive = [c for c in message.get("tool_calls") or [] if kinds.get(c["name"]) == "interactive"]
+            _gate.get()["interactive"] = interactive
+            if interactive:  # ADK pauses the invocation once the response's other calls have ended
+                _gate.get()["awaiting"] = True
             return out
 
         async def before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> Any:
             call = {"id": tool_context.function_call_id, "name": tool.name, "args": args}
-            if kinds.get(tool.name) in ("data_source", "interactive"):
+            if kinds.get(tool.name) == "data_source":  # an interactive call is prechecked when the client answers it
                 verdict = await doubles.policy_precheck(call, _turn.get())
                 if not verdict.get("allow", True):
                     return {"error": f"denied by policy: {verdict.get('reason')}"}
@@ -559,29 +585,40 @@ class GoogleAdkAdapter:
                 if not responses:
                     return None
                 gate = _gate.get()
-                if event.actions.requested_tool_confirmations:  # resource calls wait for plan-ready
+                if event.actions.requested_tool_confirmations or gate.get("interactive"):
+                    # resource calls wait for plan-ready, interactive ones for the client's answers
                     gate["awaiting"] = True
                     gate["held"] += [r for r in responses if r.id not in event.actions.requested_tool_confirmations]
                     return None
-                if not gate.get("held") and not any(kinds.get(r.name) == "resource" for r in responses):
-                    gate["plan"] = await hooks.plan_ready({"items": []}, _turn.get())
-                responses = gate.pop("held", []) + list(responses)
-                gate["held"] = []
-                calls = []
-                for r in responses:
-                    call = asked.get(r.id) or {"id": r.id, "name": r.name, "args": {}}
-                    calls.append(call)
-                    body = r.response if isinstance(r.response, dict) else {"result": r.response}
-                    result = {"content": _result_text(body.get("error", body.get("result", body))), "is_error": "error" in body}
-                    await hooks.chain("post-tool-call", {"call": call, "result": result}, _turn.get())
-                    if r.name in terminal:  # the turn ends at the terminal tool's post-tool-call
-                        return None
-                plan = gate.pop("plan", None) or {"items": [  # the plan the veto chain left
-                    {"call_id": c["id"], "name": c["name"], "args": c["args"], "vetoed": False, "reason": None}
-                    for c in calls if kinds.get(c["name"]) == "resource"
-                ]}
-                await hooks.chain("post-apply", plan, _turn.get())
+                await release(responses)
                 return None
+
+        async def release(responses: list[Any]) -> None:
+            """post-tool-call for each call of the turn in the order asked, once all have ended, then
+            post-apply with the plan the veto chain left (a terminal tool's turn ends at its own
+            post-tool-call)."""
+            gate = _gate.get()
+            if not gate.get("held") and not any(kinds.get(r.name) == "resource" for r in responses):
+                gate["plan"] = await hooks.plan_ready({"items": []}, _turn.get())
+            position = {cid: i for i, cid in enumerate(asked)}
+            responses = sorted(gate.pop("held", []) + list(responses), key=lambda r: position.get(r.id, len(position)))
+            gate["held"] = []
+            calls = []
+            for r in responses:
+                call = asked.get(r.id) or {"id": r.id, "name": r.name, "args": {}}
+                calls.append(call)
+                body = r.response if isinstance(r.response, dict) else {"result": r.response}
+                result = {"content": _result_text(body.get("error", body.get("result", body))), "is_error": "error" in body}
+                await hooks.chain("post-tool-call", {"call": call, "result": result}, _turn.get())
+                if r.name in terminal:  # the turn ends at the terminal tool's post-tool-call
+                    return
+            plan = gate.pop("plan", None) or {"items": [  # the plan the veto chain left
+                {"call_id": c["id"], "name": c["name"], "args": c["args"], "vetoed": False, "reason": None}
+                for c in calls if kinds.get(c["name"]) == "resource"
+            ]}
+            await hooks.chain("post-apply", plan, _turn.get())
+
+        self._release = release
 
         class SessionEndOnAbort(BasePlugin):
             """session-end from the runner's after_run_callback, which runs also on an aborted run
@@ -608,7 +645,7 @@ class GoogleAdkAdapter:
 
         agent = LlmAgent(
             name="akc", model=ScriptedLlm(model=scenario.model.name or "akc-scripted"), instruction=scenario.system_prompt or "",
-            tools=[SyncScenarioTool(t) if sync_tools else ScenarioTool(t) for t in scenario.tools],
+            tools=[ScenarioTool(t) for t in scenario.tools],
             before_agent_callback=before_agent, after_agent_callback=after_agent,
             before_model_callback=before_model, after_model_callback=after_model,
             before_tool_callback=before_tool,

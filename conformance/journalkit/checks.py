@@ -386,7 +386,11 @@ def _kill_once(kit: Kit, rng: random.Random) -> tuple[int, int]:
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        rest, err = proc.communicate(timeout=kit.timeout_s)
+        # the rest through the same buffered reader: lines it read ahead of the loop are acks too
+        # (communicate() reads the pipe underneath and would lose them: a correct journal then
+        # showed more messages than acknowledged writes on a loaded machine)
+        rest, err = proc.stdout.read(), proc.stderr.read() if proc.stderr else ""
+        proc.wait(timeout=kit.timeout_s)
     acked += [int(line.split()[1]) for line in rest.splitlines() if line.startswith("A ")]
     if sid is None:
         raise Blocked(by="JKIT-002", reason=f"the writer process could not create a session: {err.strip()[-300:]}")

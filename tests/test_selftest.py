@@ -207,3 +207,25 @@ def test_a_variant_certified_several_times_reruns_the_parallel_checks() -> None:
     ok = Row(entry, job, JobResult(entry.name, "variant", 0, {}, rerun_exit_codes=[0] * (job.runs - 1)))
     flaky = Row(entry, job, JobResult(entry.name, "variant", 0, {}, rerun_exit_codes=[0, 1] + [0] * (job.runs - 3)))
     assert ok.ok and not flaky.ok
+
+
+def test_a_run_short_only_of_incomplete_requirements_certifies_them_again_alone() -> None:
+    """A variant whose only shortfall is a scenario out of time gets those requirements once more;
+    a failing one is never retried (its verdict stands)."""
+    from conformance.selftest.runner import Job, JobResult, retry_incomplete
+
+    jobs = [Job("v", "variant", "x:f", None, None), Job("w", "variant", "x:g", None, None)]
+    done = {
+        "v": JobResult("v", "variant", 3, {"CONC-003": "incomplete", "LOOP-001": "pass"}),
+        "w": JobResult("w", "variant", 1, {"CONC-003": "incomplete", "LOOP-001": "fail"}),
+    }
+    asked: list[Job] = []
+
+    def run(retry: list[Job]) -> dict[str, JobResult]:
+        asked.extend(retry)
+        return {j.name: JobResult(j.name, j.kind, 0, {"CONC-003": "pass"}) for j in retry}
+
+    retry_incomplete(jobs, done, run)
+    assert [(j.name, j.reqs) for j in asked] == [("v", ["CONC-003"])]
+    assert done["v"].verdicts == {"CONC-003": "pass", "LOOP-001": "pass"} and done["v"].exit_code == 0
+    assert done["w"].verdicts["CONC-003"] == "incomplete" and done["w"].exit_code == 1

@@ -437,7 +437,29 @@ def run_jobs(jobs: list[Job], workers: int) -> list[JobResult]:
         if missing and died:  # a worker died (a mutant took its process down): once more, alone
             again, died = _spawn(missing, 1, Path(tmp, "retry"), env)
             done.update(again)
+        retry_incomplete(jobs, done, lambda retry: _spawn(retry, 1, Path(tmp, "incomplete"), env)[0])
     return [done.get(j.name) or JobResult(j.name, j.kind, 3, {}, 0.0, died or "no result") for j in jobs]
+
+
+def retry_incomplete(jobs: list[Job], done: dict[str, JobResult], run: Callable[[list[Job]], dict[str, JobResult]]) -> None:
+    """A run whose only shortfall is *incomplete* requirements (a scenario out of time on a loaded
+    machine: no verdict either way) certifies those requirements once more, alone, after the pool
+    has finished; their verdicts replace the incomplete ones. Anything else it got stays."""
+    retry: list[Job] = []
+    for job in jobs:
+        result = done.get(job.name)
+        if result is None or result.error is not None or result.reruns or result.exit_code != 3:
+            continue
+        short = sorted(r for r, v in result.verdicts.items() if v == "incomplete")
+        if short and all(v in ("pass", "not-offered", "not-applicable", "incomplete") for v in result.verdicts.values()):
+            retry.append(Job(job.name, job.kind, job.spec, job.profile, short, capped=job.capped))
+    if not retry:
+        return
+    for name, again in run(retry).items():
+        first = done[name]
+        first.verdicts.update({r: v for r, v in again.verdicts.items() if r in first.verdicts})
+        first.exit_code = again.exit_code
+        first.duration_s += again.duration_s
 
 
 def run_selftest(*, scope: str = "target", workers: int | None = None, names: list[str] | None = None) -> Matrix:

@@ -107,7 +107,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "max_cost_usd": _m("native", "ClaudeAgentOptions.max_budget_usd → subtype error_max_budget_usd", "cost from the CLI's own price table"),
     "final_turn": _m("absent"),
     "doom_loop": _m("absent"),
-    "usage": _m("not-wired", "ResultMessage.usage / total_cost_usd", "one total per query, not usage events per model call"),
+    "usage": _m("absent", note="token usage per message in the CLI's transcript, no cost; ResultMessage.usage / total_cost_usd is one total per query priced by the CLI's own table, not a cost per usage event from a model's pricing"),
     "spans": _m("native", "the CLI's OpenTelemetry traces (beta), OTLP/JSON to the adapter's receiver", "claude_code.interaction per prompt, llm_request, tool, hook; no turn span"),
     "journal": _m("native", "the session's messages as the CLI streams them"),
     "cancellation": _m("native", "ClaudeSDKClient.interrupt()"),

@@ -85,6 +85,8 @@ FRAMEWORKS = [
             "DONE-002": Confirmed("pass", "agents/run_internal/turn_resolution.py:776-797"),
             # Tool input guardrails run before on_tool_start and the invocation; reject_content skips it.
             "GATE-001": Confirmed("pass", "agents/run_internal/tool_execution.py:1931-1943, 2041, 2052-2060"),
+            # needs_approval holds an interactive call while the response's other calls run to their end.
+            "LOOP-008": Confirmed("pass", "agents/run_internal/tool_execution.py:1914-1975"),
         },
     ),
     Framework(

@@ -28,7 +28,11 @@ What maps to what:
   observe-only in the SDK (it returns nothing), so a ``replace`` outcome changes nothing.
 * Tool concurrency: the SDK's default, every function call of a response started together
   (``run_config.py:143-151``). Its only cap, ``max_function_tool_concurrency``, is for all calls
-  alike; a tool has no kind, so interactive calls cannot be kept apart from the others (LOOP-008).
+  alike. Tool kinds → the SDK's human-in-the-loop pause: an interactive tool, like a resource tool,
+  is ``FunctionTool(needs_approval=True)``; its call waits while the response's other calls run to
+  their end (``run_internal/tool_execution.py:1914-1975``); the host then approves the interactive
+  calls and resumes with that cap at 1, so they run one at a time, and only then hands the resource
+  calls to plan-ready.
 * ``pre-tool-call`` (observe) → ``RunHooks.on_llm_end`` (``lifecycle.py:28-36``), after
   post-model-response: it gets the whole response before any tool starts, so pre-tool-call is
   dispatched for every function call of it in order, calls the precheck then refuses included.
@@ -58,7 +62,7 @@ What maps to what:
   ``run_internal/turn_resolution.py``).
 * Cancellation → the host cancels the task running ``Runner.run``.
 
-What does not exist in openai-agents, so is left out: tool kinds, ConcurrencySpec (every function
+What does not exist in openai-agents, so is left out: ConcurrencySpec (every function
 call of a response runs concurrently), a doom-loop detector, a limit-reached final turn, cost per
 usage event from a model's pricing (usage is not reported), a wall-clock bound, a span for the
 approval decision (the veto chain), and model-call spans from the runner itself (a model-call span
@@ -265,7 +269,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "plan-ready": _m("native", "FunctionTool(needs_approval) on resource tools → RunResult.interruptions → RunState.approve/reject, resumed"),
     "post-apply": _m("observe-only", "Agent.tool_use_behavior callable (after every function tool of the response)"),
     "policy_precheck": _m("native", "ToolInputGuardrail (reject_content)"),
-    "tool_kinds": _m("absent"),
+    "tool_kinds": _m("native", "plain tool / FunctionTool(needs_approval) interactive approved by the host / needs_approval plan item"),
     "concurrency_keys": _m("absent", note="every function call of a response runs concurrently; max_function_tool_concurrency caps them all alike"),
     "terminal_tool": _m("native", "Agent.tool_use_behavior stop_at_tool_names"),
     "max_turns": _m("native", "Runner.run(max_turns=) → MaxTurnsExceeded"),
@@ -308,10 +312,6 @@ class OpenAIAgentsAdapter:
             trace_id = f"trace_{uuid.uuid4().hex}"
             traces.append(trace_id)
             config = RunConfig(trace_id=trace_id, call_model_input_filter=input_filter, tracing_disabled=False)
-            if any(t.kind == "interactive" for t in scenario.tools):  # interactive calls one at a time: the SDK's only cap (every call), as the other adapters without tool kinds
-                from agents import ToolExecutionConfig
-
-                config.tool_execution = ToolExecutionConfig(max_function_tool_concurrency=1)
             kwargs: dict[str, Any] = {"session": store, "hooks": run_hooks, "run_config": config}
             if scenario.bounds.max_turns is not None:
                 kwargs["max_turns"] = scenario.bounds.max_turns
@@ -320,12 +320,27 @@ class OpenAIAgentsAdapter:
                 state["run_ended"] = False
                 result = await Runner.run(agent, text, **kwargs)
                 while result.interruptions:
-                    # plan-ready: the resource calls the SDK held for approval while the other calls ran
-                    pending = list(result.interruptions)
-                    plan = await hooks.plan_ready({"items": [_plan_item(i) for i in pending]}, turn)
-                    state["plan"] = plan
-                    decided = Hooks.decisions(plan)
+                    # the calls the SDK held while the others ran: the interactive ones first, then plan-ready over the resource ones
+                    held = list(result.interruptions)
                     resumed = result.to_state()
+                    kinds = {t.name: t.kind for t in scenario.tools}
+                    pending = [i for i in held if kinds.get(getattr(i, "tool_name", None) or getattr(getattr(i, "raw_item", None), "name", None)) != "interactive"]
+                    asks = [i for i in held if i not in pending]
+                    if asks:  # interactive calls first, one at a time, after the data-source calls ended; the plan waits
+                        from agents import ToolExecutionConfig
+
+                        for item in asks:
+                            resumed.approve(item)
+                        config.tool_execution = ToolExecutionConfig(max_function_tool_concurrency=1)
+                        state["run_ended"] = False
+                        result = await Runner.run(agent, resumed, **kwargs)
+                        config.tool_execution = None
+                        continue
+                    decided = {}
+                    if pending:
+                        plan = await hooks.plan_ready({"items": [_plan_item(i) for i in pending]}, turn)
+                        state["plan"] = plan
+                        decided = Hooks.decisions(plan)
                     for item in pending:
                         reason = decided.get(_plan_item(item)["call_id"], "removed from the plan")
                         if reason is None:
@@ -407,7 +422,7 @@ class OpenAIAgentsAdapter:
             return FunctionTool(
                 name=tool.name, description=tool.description or tool.name, params_json_schema=tool.input_schema,
                 on_invoke_tool=invoke, strict_json_schema=False, tool_input_guardrails=guardrails,
-                needs_approval=tool.kind == "resource",  # held for the plan-ready chain
+                needs_approval=tool.kind in ("resource", "interactive"),  # held: interactive ones run after the others, resource ones wait for the plan
             )
 
         class MappedHooks(RunHooks):

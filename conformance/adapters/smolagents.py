@@ -264,8 +264,13 @@ class SmolagentsAdapter:
                     finally:
                         # closed here, in this thread: a step left suspended inside its thread pool
                         # waits for its calls, which need the event loop (a generator collected
-                        # later on the loop's thread would block it for good)
+                        # later on the loop's thread would block it for good). The instrumentor's
+                        # run wrapper iterates smolagents' own stream with a plain for loop, so
+                        # closing it leaves that stream suspended: close that one too.
+                        inner = _wrapped_stream(events)
                         events.close()
+                        if inner is not None:
+                            inner.close()
 
             try:
                 state, output = await anyio.to_thread.run_sync(go)
@@ -449,6 +454,14 @@ class SmolagentsAdapter:
 
 def factory() -> SmolagentsAdapter:
     return SmolagentsAdapter()
+
+
+def _wrapped_stream(events: Any) -> Any:
+    """The stream of ``MultiStepAgent._run_stream`` that the instrumentor's ``_RunWrapper``
+    generator iterates (its ``agent_output``), if ``events`` is that wrapper."""
+    frame = getattr(events, "gi_frame", None)
+    inner = frame.f_locals.get("agent_output") if frame is not None else None
+    return inner if hasattr(inner, "close") and inner is not events else None
 
 
 #: openinference span kinds (openinference.span.kind) → the boundary's span kinds

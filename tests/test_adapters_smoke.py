@@ -107,6 +107,9 @@ FRAMEWORKS = [
             # Each turn's ActionStep is timed from before its model call to after its tools, the
             # tool-less one after max_steps too: a turn span each.
             "SPAN-001": Confirmed("pass", "smolagents/agents.py:566-573, 620-623, 625-637"),
+            # Its telemetry extra's instrumentor opens a TOOL span around Tool.__call__, which runs
+            # every call of a step.
+            "SPAN-003": Confirmed("pass", "openinference/instrumentation/smolagents/__init__.py:127-133; smolagents/agents.py:1486-1488"),
         },
     ),
     Framework(

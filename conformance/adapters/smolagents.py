@@ -57,8 +57,16 @@ step, and the stream yields nothing before the model answers), any point that ca
 sees, a plan / apply gate or veto chain, a policy precheck, tool kinds, ConcurrencySpec (several calls of one step run in a thread
 pool, all in parallel), a terminal-tool annotation (only its own ``final_answer`` tool ends a run:
 a plain text answer is not a final answer), a doom-loop detector, cost per usage event from a
-model's pricing (usage is not reported), a cost or wall-clock bound, spans of a model call or a
-tool call (its one timed record is the turn's ``ActionStep``), and a stored journal (the journal reported is the agent's memory as messages).
+model's pricing (usage is not reported), a cost or wall-clock bound, a span of a model call
+(see Spans below), and a stored journal (the journal reported is the agent's memory as messages).
+
+Spans: a ``turn`` span per ``ActionStep`` (its ``timing``, the tool-less turn after max_steps
+included), and the spans of smolagents' own tracing (its ``telemetry`` extra,
+``openinference-instrumentation-smolagents``: ``SmolagentsInstrumentor`` with an in-memory exporter),
+mapped by their ``openinference.span.kind``: ``TOOL`` (``Tool.__call__``, one per call) → ``tool``,
+``LLM`` → ``model_call``, the run's ``AGENT`` and each step's ``CHAIN`` → ``other``, each with the
+parent the instrumentor gave it. Its LLM spans wrap only the ``generate``/``generate_stream`` of
+the model classes smolagents exports; the scripted model here is a subclass of its own, so none.
 """
 
 from __future__ import annotations
@@ -192,7 +200,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "final_turn": _m("native", "_handle_max_steps_reached → provide_final_answer (no tools)"),
     "doom_loop": _m("absent"),
     "usage": _m("absent", note="token usage only; no cost from a model's pricing"),
-    "spans": _m("native", "the ActionStep of each turn in agent.memory.steps, timed from before its model call to after its tools (agents.py:566-570, 620-623; the tool-less turn after max_steps too, 625-637)", "smolagents' only timed trace records: a turn span each, none for a model call or a tool call"),
+    "spans": _m("native", "turn: the ActionStep of each turn in agent.memory.steps, timed from before its model call to after its tools (agents.py:566-570, 620-623; the tool-less turn after max_steps too, 625-637); tool: the TOOL span SmolagentsInstrumentor (its telemetry extra) opens around Tool.__call__ (agents.py:1488)", "no model_call span: the instrumentor wraps only exported model classes, not the adapter's scripted one"),
     "journal": _m("native", "agent.memory (as messages)"),
     "cancellation": _m("native", "agent.interrupt() (checked between steps)"),
     "subagents": _m("not-wired", "managed_agents (smolagents/agents.py)", "the adapter does not map child agents onto them"),
@@ -210,6 +218,7 @@ class SmolagentsAdapter:
     )
 
     async def run(self, scenario: Scenario, doubles: Doubles) -> RunResult:
+        from openinference.instrumentation import using_session
         from smolagents.utils import AgentError
 
         token = anyio.lowlevel.current_token()
@@ -221,6 +230,7 @@ class SmolagentsAdapter:
             return anyio.from_thread.run(func, *args, token=token)
 
         spans: list[Span] = []
+        traced = _Traces.get()
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             turns[session.id] = run.turn(session, index)
@@ -242,16 +252,25 @@ class SmolagentsAdapter:
 
             before = 0 if first else len(agent.memory.steps)
 
+            run_key = f"akc:{id(spans)}:{session.id}:m{index}"
+
             def go() -> tuple[str, Any]:
-                with lock:  # one agent object is not safe for two threads at once
+                # the instrumentor stamps every span it opens in this context with the session id
+                # (get_attributes_from_context), which files them under this run
+                with lock, using_session(run_key):  # one agent object is not safe for two threads at once
                     events = agent.run(text, **kwargs)
                     try:
                         return follow(events)
                     finally:
                         # closed here, in this thread: a step left suspended inside its thread pool
                         # waits for its calls, which need the event loop (a generator collected
-                        # later on the loop's thread would block it for good)
+                        # later on the loop's thread would block it for good). The instrumentor's
+                        # run wrapper iterates smolagents' own stream with a plain for loop, so
+                        # closing it leaves that stream suspended: close that one too.
+                        inner = _wrapped_stream(events)
                         events.close()
+                        if inner is not None:
+                            inner.close()
 
             try:
                 state, output = await anyio.to_thread.run_sync(go)
@@ -264,6 +283,7 @@ class SmolagentsAdapter:
                 # a turn span per ActionStep of this run, read from memory: the stream does not
                 # yield the tool-less step after max_steps (agents.py:608, 636)
                 spans.extend(turn_spans(agent.memory.steps[before:], f"{session.id}:m{index}"))
+                spans.extend(traced.take(run_key))
             subtype = {"success": "success", "max_steps_error": "error_max_turns"}.get(state, state)
             return Outcome(message=index, session_id=session.id, status=state, subtype=subtype, reply=str(output))
 
@@ -434,6 +454,78 @@ class SmolagentsAdapter:
 
 def factory() -> SmolagentsAdapter:
     return SmolagentsAdapter()
+
+
+def _wrapped_stream(events: Any) -> Any:
+    """The stream of ``MultiStepAgent._run_stream`` that the instrumentor's ``_RunWrapper``
+    generator iterates (its ``agent_output``), if ``events`` is that wrapper."""
+    frame = getattr(events, "gi_frame", None)
+    inner = frame.f_locals.get("agent_output") if frame is not None else None
+    return inner if hasattr(inner, "close") and inner is not events else None
+
+
+#: openinference span kinds (openinference.span.kind) → the boundary's span kinds
+#: (a run's AGENT span and a step's CHAIN span are "other": the turn spans come from the
+#: ActionSteps, which also time the tool-less turn after max_steps, which has no step span)
+_SPAN_KINDS = {"AGENT": "other", "CHAIN": "other", "LLM": "model_call", "TOOL": "tool"}
+
+
+class _Traces:
+    """smolagents' own tracing (its ``telemetry`` extra): ``SmolagentsInstrumentor`` patches
+    ``MultiStepAgent.run``, ``_step_stream``, ``Tool.__call__`` and the ``generate``/``generate_stream``
+    of the model classes smolagents exports, once per process, and exports to this in-memory
+    exporter; each run takes the spans stamped with its session id."""
+
+    _made = threading.Lock()
+    _instance: _Traces | None = None
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+        self._by_run: dict[str, list[Any]] = {}
+        traces = self
+
+        class _Exporter(SpanExporter):
+            def export(self, spans: Any) -> Any:
+                with traces._lock:
+                    for s in spans:
+                        key = (s.attributes or {}).get("session.id")
+                        if isinstance(key, str):
+                            traces._by_run.setdefault(key, []).append(s)
+                return SpanExportResult.SUCCESS
+
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_Exporter()))
+        SmolagentsInstrumentor().instrument(tracer_provider=provider)
+
+    @classmethod
+    def get(cls) -> _Traces:
+        with cls._made:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+    def take(self, run_key: str) -> list[Span]:
+        """The instrumentor's finished spans of one run, mapped by their openinference kind;
+        each keeps the parent the instrumentor gave it."""
+        with self._lock:
+            finished = self._by_run.pop(run_key, [])
+        out = []
+        for s in finished:
+            kind = _SPAN_KINDS.get(str((s.attributes or {}).get("openinference.span.kind")))
+            if kind is None:
+                continue
+            parent = s.parent.span_id if s.parent is not None else None
+            name = (s.attributes or {}).get("tool.name") or s.name
+            out.append(Span(
+                span_id=f"otel:{s.context.span_id:016x}", parent_id=f"otel:{parent:016x}" if parent else None,
+                name=str(name), kind=kind, start=s.start_time / 1e9 if s.start_time else None,
+                end=s.end_time / 1e9 if s.end_time else None,
+            ))
+        return out
 
 
 def turn_spans(steps: list[Any], prefix: str) -> list[Span]:

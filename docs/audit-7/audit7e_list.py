@@ -1,0 +1,6 @@
+import json, sys
+for k in ["openai-agents", "langchain"]:
+    r = json.load(open(f"docs/conformance-reports/{k}.json"))
+    for q in r["requirements"]:
+        if q.get("verdict") == "fail" and q.get("gating") is True:
+            print(k, q["id"])

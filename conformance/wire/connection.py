@@ -30,7 +30,7 @@ import conformance
 from conformance.boundary.adapter import AdapterInfo
 from conformance.errors import UsageError
 from conformance.wire import codec, reaper, validate
-from conformance.wire.lines import LineReader, LineTooLong
+from conformance.wire.lines import LineReader, LineTooLong, close_fd
 from conformance.wire.messages import PROTOCOL_VERSION
 
 #: Seconds a kernel process gets to answer ``start`` (it may have a runtime to boot).
@@ -261,16 +261,8 @@ class Connection:
 
     def _close_stdin(self) -> None:
         fd, self._stdin_fd = self._stdin_fd, None
-        if fd is None:
-            return
-        try:
-            anyio.notify_closing(fd)  # a task waiting for the pipe to take more wakes up (WireError)
-        except Exception:  # noqa: BLE001 - not in the event loop: no task of it can be waiting
-            pass
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+        if fd is not None:
+            close_fd(fd)  # a task waiting for the pipe to take more wakes up (WireError)
 
     def _close_stdout(self) -> None:
         if self.stdout is not None:

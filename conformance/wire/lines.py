@@ -164,14 +164,20 @@ class LineReader:
                         pass
                 return
         if fd is not None:
-            try:
-                anyio.notify_closing(fd)
-            except Exception:  # noqa: BLE001 - not in the event loop: no task of it can be waiting
-                pass
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            close_fd(fd)
+
+
+def close_fd(fd: int) -> None:
+    """Close a pipe end a task may be waiting on: that task wakes first (``anyio.notify_closing``)
+    instead of waiting on a closed descriptor."""
+    try:
+        anyio.notify_closing(fd)
+    except Exception:  # noqa: BLE001 - not in the event loop: no task of it can be waiting
+        pass
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 class _Protocol(asyncio.Protocol):

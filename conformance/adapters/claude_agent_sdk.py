@@ -44,7 +44,10 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
 * ``max_turns`` / ``max_cost_usd`` → ``max_turns`` / ``max_budget_usd``; the subtype is the
   ``ResultMessage``'s (``success``, ``error_max_turns``, ``error_max_budget_usd``,
   ``error_during_execution``).
-* Cancellation → ``ClaudeSDKClient.interrupt()``.
+* Cancellation → ``ClaudeSDKClient.interrupt()``; a cancel at a model call interrupts once the
+  CLI has relayed that call's streamed text to the host (its partial-message events), as a user
+  presses stop on text they saw: the double cannot see the CLI read its socket, and an interrupt
+  before the CLI holds the text tests nothing (``docs/adapter.md``, step 3).
 * Spans → the CLI's own OpenTelemetry traces (beta: ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``),
   exported as OTLP/JSON to a loopback receiver of the adapter: ``claude_code.interaction`` (one per
   prompt: the session run), ``claude_code.llm_request`` (model call), ``claude_code.tool``,
@@ -76,6 +79,8 @@ SERVER = "akc"
 PREFIX = f"mcp__{SERVER}__"
 #: How long to wait after the last prompt for the CLI's batched span export.
 SPAN_WAIT_S = 3.0
+#: How long a cancel at a model call waits for the CLI to relay that call's streamed text.
+RELAY_WAIT_S = 5.0
 
 
 def _version() -> str:
@@ -373,6 +378,31 @@ def journal_entries(message: Any) -> list[dict[str, Any]]:
     return []
 
 
+class StreamRelay:
+    """Which model calls of the run the CLI has relayed streamed text of (its partial-message
+    events, ``include_partial_messages``): the k-th ``message_start`` relayed is model call k
+    (0-based, as the double counts them) while queries run one at a time and the CLI retries
+    nothing (``CLAUDE_CODE_MAX_RETRIES=0``); a cancel's wait on it is bounded either way."""
+
+    def __init__(self) -> None:
+        self.starts = 0
+        self.texts: dict[int, anyio.Event] = {}
+
+    def _event(self, index: int) -> anyio.Event:
+        return self.texts.setdefault(index, anyio.Event())
+
+    def saw(self, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        if event.get("type") == "message_start":
+            self.starts += 1
+        elif event.get("type") == "content_block_delta" and (event.get("delta") or {}).get("type") == "text_delta" and self.starts:
+            self._event(self.starts - 1).set()
+
+    async def text_of(self, index: int) -> None:
+        await self._event(index).wait()
+
+
 # --------------------------------------------------------------------------- the adapter
 
 
@@ -396,6 +426,7 @@ class ClaudeAgentSDKAdapter:
         clients: dict[str, Any] = {}
         trap = Trap()
         traces = OtlpTraces()
+        current["relay"] = StreamRelay()
         with tempfile.TemporaryDirectory(prefix="akc-claude-") as scratch:
             async with anyio.create_task_group() as tg:
                 await tg.start(trap.serve)
@@ -415,6 +446,7 @@ class ClaudeAgentSDKAdapter:
     async def _run(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, traces: OtlpTraces,
                    clients: dict[str, Any], current: dict[str, Any]) -> RunResult:
         from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+        from claude_agent_sdk.types import StreamEvent
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             turn = run.turn(session, index)
@@ -426,11 +458,20 @@ class ClaudeAgentSDKAdapter:
                 clients[session.id] = client
             interrupted = answered = False
 
+            async def interrupt() -> None:
+                where = scenario.cancel
+                if where is not None and where.at == "model_call":
+                    # a user presses stop on text they saw: the CLI relays a call's stream only
+                    # once it holds it, and the double cannot see the CLI read its socket
+                    with anyio.move_on_after(RELAY_WAIT_S):
+                        await current["relay"].text_of(where.index)
+                await client.interrupt()
+
             def cancel() -> None:
                 nonlocal interrupted
                 interrupted = True
                 if not answered:  # a cancel after the result has nothing left to interrupt
-                    tg_cancel.start_soon(client.interrupt)
+                    tg_cancel.start_soon(interrupt)
 
             result = None
             async with anyio.create_task_group() as tg_cancel:
@@ -440,6 +481,8 @@ class ClaudeAgentSDKAdapter:
                 async for message in client.receive_response():
                     if isinstance(message, ResultMessage):
                         result = message
+                    elif isinstance(message, StreamEvent):
+                        current["relay"].saw(message.event)
                     else:
                         session.messages.extend(journal_entries(message))
                 answered = True
@@ -578,6 +621,7 @@ class ClaudeAgentSDKAdapter:
             cwd=work,
             env=env,
             setting_sources=[],
+            include_partial_messages=True,  # the stream relay a cancel at a model call waits on
             can_use_tool=can_use_tool,
             hooks={
                 "PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])],

@@ -57,16 +57,17 @@ step, and the stream yields nothing before the model answers), any point that ca
 sees, a plan / apply gate or veto chain, a policy precheck, tool kinds, ConcurrencySpec (several calls of one step run in a thread
 pool, all in parallel), a terminal-tool annotation (only its own ``final_answer`` tool ends a run:
 a plain text answer is not a final answer), a doom-loop detector, cost per usage event from a
-model's pricing (usage is not reported), a cost or wall-clock bound, a span of a model call
-(see Spans below), and a stored journal (the journal reported is the agent's memory as messages).
+model's pricing (usage is not reported), a cost or wall-clock bound, and a stored journal (the journal reported is the agent's memory as messages).
 
 Spans: a ``turn`` span per ``ActionStep`` (its ``timing``, the tool-less turn after max_steps
 included), and the spans of smolagents' own tracing (its ``telemetry`` extra,
 ``openinference-instrumentation-smolagents``: ``SmolagentsInstrumentor`` with an in-memory exporter),
 mapped by their ``openinference.span.kind``: ``TOOL`` (``Tool.__call__``, one per call) → ``tool``,
 ``LLM`` → ``model_call``, the run's ``AGENT`` and each step's ``CHAIN`` → ``other``, each with the
-parent the instrumentor gave it. Its LLM spans wrap only the ``generate``/``generate_stream`` of
-the model classes smolagents exports; the scripted model here is a subclass of its own, so none.
+parent the instrumentor gave it. Its LLM spans wrap the ``generate``/``generate_stream`` of the
+model classes smolagents exports; the scripted model here is a class of the adapter's, which it
+wraps with the instrumentor's own wrappers (``_ModelWrapper`` / ``_ModelStreamWrapper``), as a
+user's exported model class is.
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "final_turn": _m("native", "_handle_max_steps_reached → provide_final_answer (no tools)"),
     "doom_loop": _m("absent"),
     "usage": _m("absent", note="token usage only; no cost from a model's pricing"),
-    "spans": _m("native", "turn: the ActionStep of each turn in agent.memory.steps, timed from before its model call to after its tools (agents.py:566-570, 620-623; the tool-less turn after max_steps too, 625-637); tool: the TOOL span SmolagentsInstrumentor (its telemetry extra) opens around Tool.__call__ (agents.py:1488)", "no model_call span: the instrumentor wraps only exported model classes, not the adapter's scripted one"),
+    "spans": _m("native", "turn: the ActionStep of each turn in agent.memory.steps, timed from before its model call to after its tools (agents.py:566-570, 620-623; the tool-less turn after max_steps too, 625-637); tool: the TOOL span SmolagentsInstrumentor (its telemetry extra) opens around Tool.__call__ (agents.py:1488); model_call: its LLM span around a model class's generate / generate_stream", "the instrumentor wraps the model classes smolagents exports (__init__.py:77-104); the adapter's scripted model gets the same wrappers (_wrappers.py:541, 576)"),
     "journal": _m("native", "agent.memory (as messages)"),
     "cancellation": _m("native", "agent.interrupt() (checked between steps)"),
     "subagents": _m("not-wired", "managed_agents (smolagents/agents.py)", "the adapter does not map child agents onto them"),
@@ -358,6 +359,8 @@ class SmolagentsAdapter:
                     call_ids.reset(calls)
                 return message
 
+        _Traces.get().wrap_model(ScriptedModel)
+
         def make_tool(tool_def: ToolDef) -> Any:
             class ScenarioTool(Tool):
                 name = tool_def.name
@@ -499,7 +502,19 @@ class _Traces:
 
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(_Exporter()))
-        SmolagentsInstrumentor().instrument(tracer_provider=provider)
+        self._instrumentor = SmolagentsInstrumentor()
+        self._instrumentor.instrument(tracer_provider=provider)
+
+    def wrap_model(self, cls: type) -> None:
+        """Give a model class the LLM spans the instrumentor gives every model class smolagents
+        exports, with its own wrappers (``__init__.py:77-104``): the harness's model is a class
+        of the adapter's, which no user's exported model class is."""
+        from openinference.instrumentation.smolagents._wrappers import _ModelStreamWrapper, _ModelWrapper
+        from wrapt import wrap_function_wrapper
+
+        tracer = self._instrumentor._tracer
+        wrap_function_wrapper(cls, "generate", _ModelWrapper(tracer=tracer))
+        wrap_function_wrapper(cls, "generate_stream", _ModelStreamWrapper(tracer=tracer))
 
     @classmethod
     def get(cls) -> _Traces:

@@ -92,3 +92,18 @@ def test_the_reference_kernel_refuses_another_protocol_version() -> None:
     answer = json.loads(out.stdout.splitlines()[0])
     assert answer["id"] == 1 and answer["error"]["code"] == UNSUPPORTED_VERSION
     assert answer["error"]["data"] == {"supported": [1]}
+
+
+def test_the_reference_kernel_reads_requests_from_a_file_on_stdin(tmp_path: Path) -> None:
+    """``python -m reference_kernel.stdio < requests.jsonl``: a regular file is not a pipe (the
+    event loop's poller refuses it), and is read as one."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    requests = tmp_path / "requests.jsonl"
+    request = {"jsonrpc": "2.0", "id": 1, "method": "start", "params": {"protocol": 1, "harness": {"name": "t", "version": "0"}}}
+    requests.write_text(json.dumps(request) + "\n")
+    with requests.open("rb") as stdin:
+        out = subprocess.run([sys.executable, "-m", "reference_kernel.stdio"], stdin=stdin, capture_output=True, env=env, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stderr == b""
+    answer = json.loads(out.stdout.splitlines()[0])
+    assert answer["id"] == 1 and answer["result"]["protocol"] == 1

@@ -12,6 +12,9 @@ Each run is its own ``python -m conformance run`` process; its CPU is user + sys
 process and its children (the stdio kernel included), from ``resource.getrusage``. The routes are
 run interleaved, ``--repeat`` rounds, and each route's best is kept (the machine is shared: compare
 figures of one invocation only). Targets (issue 23 §5): http <= 1.5x stdio, stdio <= 2x in-process.
+The http route's run exits 3, by design: Chat Completions cannot deliver usage before a stream
+ends, so COST-002 (usage received before a cancel) is ``incomplete`` there (``akc readings
+dialect-limits``); every other requirement runs as on the other routes.
 
     python benchmarks/routes.py [--repeat 3]
 

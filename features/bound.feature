@@ -20,7 +20,7 @@ Feature: Loop termination and bounds
   detector never fires here. Pricing is 1000 USD per million input tokens: 1000 tokens cost 1 USD.
 
   # The model always asks for tools (3 more calls than max_turns allows): N = 1, 2, 3 and 5.
-  @BOUND-002 @BOUND-003 @BOUND-006 @dim:calls_per_response=1 @dim:max_turns=1 @dim:max_turns=2+ @dim:firing=max_turns @dim:others=unset
+  @BOUND-002 @BOUND-003 @BOUND-006 @dim:calls_per_response=1 @dim:max_turns=1 @dim:max_turns=2+ @dim:tool_kind=data_source @dim:firing=max_turns @dim:others=unset
   Scenario Outline: max_turns alone stops tool execution after the N-th turn
     Given a tool "lookup" of kind "data_source" with concurrency safe
     And max_turns is <n>
@@ -35,6 +35,23 @@ Feature: Loop termination and bounds
       | 2 | 5     |
       | 3 | 6     |
       | 5 | 8     |
+
+  # The bound counts every turn whatever its calls' kinds: resource calls pass the plan gate and
+  # interactive ones the approver, where a kernel may pause its loop and resume it; the count of
+  # turns must survive that (a count kept per resumed run starts again at each pause).
+  @BOUND-002 @dim:calls_per_response=1 @dim:max_turns=2+ @dim:tool_kind=resource @dim:tool_kind=interactive
+  Scenario Outline: max_turns counts the turns whose calls are <kind>
+    Given a tool "act" of kind "<kind>"
+    And max_turns is 2
+    And the model calls "act" with distinct arguments 5 times
+    When the kernel runs
+    Then tools ran only in the model calls max_turns 2 allows
+    And the run ends with a subtype other than "success"
+
+    Examples:
+      | kind        |
+      | resource    |
+      | interactive |
 
   @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @dim:firing=max_turns @dim:others=far
   Scenario: max_turns fires while cost and wall clock are far from their limits

@@ -28,6 +28,18 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   payload has no subtype); on a query that ends without ``Stop`` (an interrupt's abort path, a
   failed model call's error path), its ``ResultMessage``, the CLI's own end of the run. ``SessionStart`` / ``SessionEnd`` exist only as settings-file command
   hooks, with no SDK callback in this version (``types.py:324-335``).
+* ``context-assemble`` and ``post-model-response`` (both observe-only) → the ``turn.step`` hook of a
+  plugin hooks module, which the CLI dispatches around every model request (``claude@348429596``;
+  a plugin's ``hooks/hooks.json`` naming ``{"modules": [...]}``, ``claude@329510900``). The adapter
+  writes that plugin into its scratch folder (the module is ``claude_agent_sdk_hooks.js``) and loads
+  it with ``plugins=[{"type": "local", ...}]``; the hook calls the adapter's loopback endpoint
+  (:class:`HookBridge`), which runs the chain before the hook goes on: context-assemble with
+  ``{"history": $.session.messages(), "budget": {"turns_used": <step index>, "cost_usd":
+  $.session.usage().cost.usd}}`` before the request; post-model-response with the message
+  assembled from ``next(e)``'s chunks once the stream ended, text streamed on as it comes, the
+  chunks from the first ``tool_use`` on held until the chain ran (so no tool starts before it).
+  Neither replaces: ``turn.step`` may change only the request's model and effort
+  (``claude@333437132``), and re-emitting a replaced message as chunks is not mapped.
 * ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
   for a replaced call); ``post-tool-call`` (observe-only) and ``post-apply`` → the
   ``PostToolBatch`` hook, which Claude Code dispatches once per response with tool calls, after
@@ -54,8 +66,8 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   ``claude_code.hook``. There is no span per turn.
 * The journal → the conversation the CLI streamed (user / assistant / tool results).
 
-Absent in Claude Code: hooks around the model call (``context-assemble``, ``pre-model-call``,
-``post-model-response``; ``UserPromptSubmit`` only adds context), ``plan-ready``,
+Absent in Claude Code: a hook that sees or replaces the model request (``pre-model-call``;
+``turn.step`` gets no request, ``UserPromptSubmit`` only adds context), ``plan-ready``,
 tool kinds and concurrency keys, a doom-loop detector, a wall-clock bound. Sub-agents (``agents=`` / the Task tool) are not wired.
 """
 
@@ -64,8 +76,9 @@ from __future__ import annotations
 import copy
 import json
 import os
+import secrets
 import tempfile
-from importlib import metadata
+from importlib import metadata, resources
 from typing import Any
 
 import anyio
@@ -81,6 +94,8 @@ PREFIX = f"mcp__{SERVER}__"
 SPAN_WAIT_S = 3.0
 #: How long a cancel at a model call waits for the CLI to relay that call's streamed text.
 RELAY_WAIT_S = 5.0
+#: The largest request body the adapter's loopback endpoints read (a span batch, a hook's payload).
+MAX_BODY = 64 * 1024 * 1024
 
 
 def _version() -> str:
@@ -96,9 +111,9 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 
 MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "UserPromptSubmit hook (once per query, before its first model call)", "observed only: its output can add context for the model, not change the prompt; SessionStart exists only as a settings-file command hook (types.py:324-335)"),
-    "context-assemble": _m("absent", note="no hook sees or changes the history before a model call"),
-    "pre-model-call": _m("absent", note="UserPromptSubmit adds context once per prompt; nothing sees each model request"),
-    "post-model-response": _m("absent"),
+    "context-assemble": _m("observe-only", "a plugin hooks module's turn.step hook, before each model request: history $.session.messages(), budget $.session.usage() and the step index", "turn.step may change only the request's model and effort, not its history (claude@333437132)"),
+    "pre-model-call": _m("absent", note="turn.step gets its turn, index, model, effort and message count, not the request (tool specs, system prompt), and may change only model and effort; UserPromptSubmit adds context once per prompt"),
+    "post-model-response": _m("observe-only", "the same turn.step hook: next(e) drained, the streamed message assembled before the chunks from its first tool_use on are handed to the loop", "observed only: replacing would mean re-emitting the replaced message as the hook's own chunks (a turn.step hook may stream chunks of its own, claude@348430389); not mapped"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
     "post-tool-call": _m("observe-only", "PostToolBatch hook (once per response, after every call ended)"),
     "session-end": _m("native", "Stop hook (when the agent finishes responding); else the query's ResultMessage", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),
@@ -224,6 +239,42 @@ class Trap:
             self.seen.append(data.split(b"\r\n", 1)[0].decode("latin-1")[:200])
 
 
+async def http_exchanges(stream: SocketStream, answer: Any) -> None:
+    """Serve HTTP/1.1 requests on one loopback connection: ``await answer(target, method, body)``
+    gives each one's status and JSON body."""
+    import h11
+
+    conn = h11.Connection(h11.SERVER)
+    async with stream:
+        while True:
+            body = b""
+            request = None
+            try:
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        conn.receive_data(await stream.receive())
+                        continue
+                    if isinstance(event, h11.Request):
+                        request = event
+                    elif isinstance(event, h11.Data):
+                        body += event.data
+                        if len(body) > MAX_BODY:
+                            return
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                        return
+            except (anyio.EndOfStream, anyio.BrokenResourceError, h11.RemoteProtocolError):
+                return  # closed, or not HTTP: nothing to answer
+            status, data = await answer(request.target, request.method, body) if request is not None else (400, b"{}")
+            await stream.send(conn.send(h11.Response(status_code=status, headers=[("content-type", "application/json"), ("content-length", str(len(data)))])))
+            await stream.send(conn.send(h11.Data(data=data)) + conn.send(h11.EndOfMessage()))
+            if conn.our_state is h11.MUST_CLOSE:
+                return
+            conn.start_next_cycle()
+
+
 class OtlpTraces:
     """A loopback OTLP/HTTP (JSON) receiver for the spans the CLI exports
     (``CLAUDE_CODE_ENABLE_TELEMETRY=1``, ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1``,
@@ -245,36 +296,12 @@ class OtlpTraces:
         await listener.serve(self._connection)
 
     async def _connection(self, stream: SocketStream) -> None:
-        import h11
+        await http_exchanges(stream, self._answer)
 
-        conn = h11.Connection(h11.SERVER)
-        async with stream:
-            while True:
-                body = b""
-                request = None
-                while True:
-                    event = conn.next_event()
-                    if event is h11.NEED_DATA:
-                        try:
-                            conn.receive_data(await stream.receive())
-                        except (anyio.EndOfStream, anyio.BrokenResourceError):
-                            return
-                        continue
-                    if isinstance(event, h11.Request):
-                        request = event
-                    elif isinstance(event, h11.Data):
-                        body += event.data
-                    elif isinstance(event, h11.EndOfMessage):
-                        break
-                    elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
-                        return
-                if request is not None and request.target.startswith(b"/v1/traces"):
-                    self._take(body)
-                await stream.send(conn.send(h11.Response(status_code=200, headers=[("content-type", "application/json"), ("content-length", "2")])))
-                await stream.send(conn.send(h11.Data(data=b"{}")) + conn.send(h11.EndOfMessage()))
-                if conn.our_state is h11.MUST_CLOSE:
-                    return
-                conn.start_next_cycle()
+    async def _answer(self, target: bytes, method: bytes, body: bytes) -> tuple[int, bytes]:
+        if target.startswith(b"/v1/traces"):
+            self._take(body)
+        return 200, b"{}"
 
     def _take(self, body: bytes) -> None:
         try:
@@ -301,6 +328,73 @@ class OtlpTraces:
 
     def roots(self) -> int:
         return sum(1 for s in self.spans if s.get("name") == "claude_code.interaction")
+
+
+class HookBridge:
+    """The loopback endpoint the adapter's hooks module (``claude_agent_sdk_hooks.js``) calls from
+    Claude Code's ``turn.step`` hook: ``POST /<token>/hook`` with ``{"point", "payload"}`` runs that
+    hook point's chain and answers once it has run, so the CLI's request waits on it. Every request
+    is the kernel's data: one that is not such a call is refused (400) and recorded."""
+
+    POINTS = ("context-assemble", "post-model-response")
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.path = f"/{secrets.token_hex(16)}/hook".encode()
+        self.chain: Any = None  # async (point, payload) -> None, set once the session's hooks exist
+        self.refused: list[str] = []
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.path.decode()}"
+
+    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self.port = int(listener.extra(SocketAttribute.local_port))
+        task_status.started()
+        await listener.serve(self._connection)
+
+    async def _connection(self, stream: SocketStream) -> None:
+        await http_exchanges(stream, self._answer)
+
+    async def _answer(self, target: bytes, method: bytes, body: bytes) -> tuple[int, bytes]:
+        if method != b"POST" or target != self.path:
+            return self._refuse(f"{method.decode('latin-1')} {target[:100].decode('latin-1')}: not the hook endpoint")
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return self._refuse("a hook call whose body is not JSON")
+        if not isinstance(data, dict) or data.get("point") not in self.POINTS or not isinstance(data.get("payload"), dict):
+            return self._refuse(f"a hook call that is not {{point: {' | '.join(self.POINTS)}, payload: {{...}}}}")
+        if self.chain is None:
+            return self._refuse(f"a {data['point']} call before the session's hooks were set up")
+        try:
+            await self.chain(data["point"], data["payload"])
+        except Exception as exc:  # a hook's raise outcome: the CLI's turn.step hook raises it
+            return 500, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
+        return 200, b"{}"
+
+    def _refuse(self, why: str) -> tuple[int, bytes]:
+        self.refused.append(why)
+        return 400, json.dumps({"error": why}).encode()
+
+
+def hooks_plugin(folder: str, endpoint: str) -> str:
+    """Write the adapter's plugin (manifest, ``hooks/hooks.json`` naming the hooks module, the
+    module with ``endpoint`` filled in) into ``folder``; its path, for ``plugins=[{"type": "local"}]``."""
+    root = os.path.join(folder, "akc-plugin")
+    os.makedirs(os.path.join(root, ".claude-plugin"), exist_ok=True)
+    os.makedirs(os.path.join(root, "hooks"), exist_ok=True)
+    module = (resources.files("conformance.adapters") / "claude_agent_sdk_hooks.js").read_text(encoding="utf-8")
+    files = {
+        os.path.join(".claude-plugin", "plugin.json"): json.dumps({"name": SERVER}),
+        os.path.join("hooks", "hooks.json"): json.dumps({"modules": ["./register.js"]}),
+        os.path.join("hooks", "register.js"): module.replace("__ENDPOINT__", endpoint),
+    }
+    for name, text in files.items():
+        with open(os.path.join(root, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    return root
 
 
 def outside_requests(doubles: Any, trap: Trap) -> list[str]:
@@ -426,11 +520,13 @@ class ClaudeAgentSDKAdapter:
         clients: dict[str, Any] = {}
         trap = Trap()
         traces = OtlpTraces()
+        bridge = current["bridge"] = HookBridge()
         current["relay"] = StreamRelay()
         with tempfile.TemporaryDirectory(prefix="akc-claude-") as scratch:
             async with anyio.create_task_group() as tg:
                 await tg.start(trap.serve)
                 await tg.start(traces.serve)
+                await tg.start(bridge.serve)
                 try:
                     result = await self._run(scenario, doubles, served, scratch, trap, traces, clients, current)
                 finally:
@@ -438,6 +534,8 @@ class ClaudeAgentSDKAdapter:
                         for client in clients.values():
                             await close(client)
                     tg.cancel_scope.cancel()
+        if bridge.refused:
+            raise AdapterBug("the adapter's hooks module made calls its endpoint refused: " + "; ".join(bridge.refused))
         outside = outside_requests(doubles, trap)
         if outside:
             raise LeftLoopback("the Claude Code CLI made requests beyond the served model's /v1/messages: " + "; ".join(outside))
@@ -513,6 +611,12 @@ class ClaudeAgentSDKAdapter:
         hooks = Hooks(scenario, doubles)
         tools = {t.name: t for t in scenario.tools}
         ids = CallIds()
+
+        async def turn_step(point: str, payload: dict[str, Any]) -> None:
+            # observe-only: turn.step cannot hand a replaced history or message back to the CLI
+            await hooks.chain(point, payload, turn())
+
+        current["bridge"].chain = turn_step
 
         def turn() -> dict[str, Any]:
             return current["turn"]
@@ -621,6 +725,7 @@ class ClaudeAgentSDKAdapter:
             cwd=work,
             env=env,
             setting_sources=[],
+            plugins=[{"type": "local", "path": hooks_plugin(scratch, current["bridge"].endpoint)}],
             include_partial_messages=True,  # the stream relay a cancel at a model call waits on
             can_use_tool=can_use_tool,
             hooks={

@@ -200,6 +200,11 @@ FRAMEWORKS = [
             # can_use_tool's PermissionResultDeny goes to the CLI as behavior "deny" with its message:
             # the tool does not run and the model gets an error result (wire: is_error tool_result).
             "GATE-001": Confirmed("pass", "claude_agent_sdk/_internal/query.py:686-687; wire"),
+            # A plugin hooks module's turn.step hook wraps every model request (streamCore), with the
+            # history ($.session.messages) and spend ($.session.usage) before it, the drained stream
+            # after: context-assemble and post-model-response, observe-only (audit 8).
+            "LOOP-001": Confirmed("pass", "claude@348429596 (streamCore turn.step), 333529513 ($.session.messages, usage)"),
+            "LOOP-004": Confirmed("pass", "claude@348429596 (streamCore turn.step), 333153861 (yields the chunks, returns the result)"),
         },
         timeout_cap_s=None,
     ),

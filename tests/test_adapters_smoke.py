@@ -288,3 +288,40 @@ def test_claude_code_requests_beyond_the_model_fail_the_run() -> None:
         "beyond loopback: CONNECT statsig.anthropic.com:443 HTTP/1.1",
         "served model: GET /v1/models ()",
     ]
+
+
+def test_claude_code_hook_bridge_runs_only_its_own_calls() -> None:
+    """The loopback endpoint the adapter's turn.step hooks module calls is reached by the kernel's
+    process: it runs a hook chain for a well-formed call only, and refuses (and records) the rest."""
+    import anyio
+    import httpx
+
+    from conformance.adapters.claude_agent_sdk import HookBridge
+
+    async def main() -> None:
+        bridge = HookBridge()
+        ran: list[tuple[str, object]] = []
+
+        async def chain(point: str, payload: object) -> None:
+            ran.append((point, payload))
+
+        bridge.chain = chain
+        async with anyio.create_task_group() as tg:
+            await tg.start(bridge.serve)
+            base = f"http://127.0.0.1:{bridge.port}"
+            async with httpx.AsyncClient(timeout=5) as http:
+                ok = await http.post(bridge.endpoint, json={"point": "context-assemble", "payload": {"history": [], "budget": {}}})
+                wrong = [
+                    await http.post(base + "/hook", json={"point": "context-assemble", "payload": {}}),
+                    await http.get(bridge.endpoint),
+                    await http.post(bridge.endpoint, content=b"{not json"),
+                    await http.post(bridge.endpoint, json={"point": "pre-tool-call", "payload": {}}),
+                    await http.post(bridge.endpoint, json={"point": "post-model-response", "payload": "text"}),
+                ]
+            tg.cancel_scope.cancel()
+        assert ok.status_code == 200
+        assert ran == [("context-assemble", {"history": [], "budget": {}})]
+        assert [r.status_code for r in wrong] == [400] * 5
+        assert len(bridge.refused) == 5
+
+    anyio.run(main)

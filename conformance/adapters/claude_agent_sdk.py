@@ -613,7 +613,8 @@ class ClaudeAgentSDKAdapter:
         ids = CallIds()
 
         async def turn_step(point: str, payload: dict[str, Any]) -> None:
-            # observe-only: turn.step cannot hand a replaced history or message back to the CLI
+            # observe-only: a replacement goes nowhere (turn.step may change only model and effort;
+            # a replaced message is not re-emitted as chunks)
             await hooks.chain(point, payload, turn())
 
         current["bridge"].chain = turn_step

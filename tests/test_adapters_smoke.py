@@ -310,18 +310,48 @@ def test_claude_code_hook_bridge_runs_only_its_own_calls() -> None:
             await tg.start(bridge.serve)
             base = f"http://127.0.0.1:{bridge.port}"
             async with httpx.AsyncClient(timeout=5) as http:
-                ok = await http.post(bridge.endpoint, json={"point": "context-assemble", "payload": {"history": [], "budget": {}}})
+                ok = await http.post(bridge.endpoint, json={"point": "context-assemble", "data": {"messages": [], "index": 0}})
                 wrong = [
-                    await http.post(base + "/hook", json={"point": "context-assemble", "payload": {}}),
+                    await http.post(base + "/hook", json={"point": "context-assemble", "data": {"messages": [], "index": 0}}),
                     await http.get(bridge.endpoint),
                     await http.post(bridge.endpoint, content=b"{not json"),
-                    await http.post(bridge.endpoint, json={"point": "pre-tool-call", "payload": {}}),
-                    await http.post(bridge.endpoint, json={"point": "post-model-response", "payload": "text"}),
+                    await http.post(bridge.endpoint, json={"point": "pre-tool-call", "data": {}}),
+                    await http.post(bridge.endpoint, json={"point": "post-model-response", "data": "text"}),
+                    await http.post(bridge.endpoint, json={"point": "post-model-response", "data": {"chunks": 3}}),
                 ]
             tg.cancel_scope.cancel()
         assert ok.status_code == 200
-        assert ran == [("context-assemble", {"history": [], "budget": {}})]
-        assert [r.status_code for r in wrong] == [400] * 5
-        assert len(bridge.refused) == 5
+        assert ran == [("context-assemble", {"history": [], "budget": {"turns_used": 0}})]
+        assert [r.status_code for r in wrong] == [400] * 6
+        assert len(bridge.refused) == 6
 
     anyio.run(main)
+
+
+def test_claude_code_turn_step_data_maps_to_the_hook_payloads() -> None:
+    """What the turn.step hooks module reads (shapes as CLI 2.1.332 gave them) becomes the suite's
+    payloads: the API history with Claude Code's own reminder blocks as system messages and its
+    tool names unprefixed; the streamed chunks as one assistant message."""
+    from conformance.adapters.claude_agent_sdk import assembled_context, streamed_message
+
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nToday's date is 2026-12-02.\n</system-reminder>\n"},
+                                     {"type": "text", "text": "hello"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a1", "name": "mcp__akc__fetch", "input": {"q": "1"}}]},
+        {"role": "user", "content": [{"tool_use_id": "a1", "type": "tool_result", "content": [{"type": "text", "text": "fetch ok"}]}]},
+    ]
+    usage = {"cost": {"usd": 0.25}, "context": {"window": 200000}}
+    assert assembled_context({"messages": messages, "usage": usage, "index": 1}) == {
+        "history": [
+            {"role": "system", "text": "<system-reminder>\nToday's date is 2026-12-02.\n</system-reminder>\n"},
+            {"role": "user", "text": "hello"},
+            {"role": "assistant", "tool_calls": [{"id": "a1", "name": "fetch", "args": {"q": "1"}}]},
+            {"role": "tool_result", "call_id": "a1", "content": "fetch ok", "is_error": False},
+        ],
+        "budget": {"turns_used": 1, "cost_usd": 0.25},
+    }
+    chunks = [{"kind": "text", "text": "let me "}, {"kind": "text", "text": "look"},
+              {"kind": "tool", "index": 1, "id": "a1", "name": "mcp__akc__fetch"}, {"kind": "input", "index": 1, "json": '{"q":'},
+              {"kind": "input", "index": 1, "json": ' "1"}'}, {"kind": "stop", "reason": "tool_use"}]
+    assert streamed_message({"chunks": chunks}) == {
+        "role": "assistant", "text": "let me look", "tool_calls": [{"id": "a1", "name": "fetch", "args": {"q": "1"}}]}

@@ -34,10 +34,11 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   writes that plugin into its scratch folder (the module is ``claude_agent_sdk_hooks.js``) and loads
   it with ``plugins=[{"type": "local", ...}]``; the hook calls the adapter's loopback endpoint
   (:class:`HookBridge`), which runs the chain before the hook goes on: context-assemble with
-  ``{"history": $.session.messages(), "budget": {"turns_used": <step index>, "cost_usd":
-  $.session.usage().cost.usd}}`` before the request; post-model-response with the message
-  assembled from ``next(e)``'s chunks once the stream ended, text streamed on as it comes, the
-  chunks from the first ``tool_use`` on held until the chain ran (so no tool starts before it).
+  ``{"history": $.session.messages({as: "api"}), "budget": {"turns_used": <step index>,
+  "cost_usd": $.session.usage().cost.usd}}`` before the request (:func:`assembled_context`);
+  post-model-response with the message assembled from ``next(e)``'s chunks once the stream ended
+  (:func:`streamed_message`), text streamed on as it comes, the chunks from the first
+  ``tool_use`` on held until the chain ran (so no tool starts before it).
   Neither replaces: ``turn.step`` may change only the request's model and effort
   (``claude@333437132``), and re-emitting a replaced message as chunks is not mapped.
 * ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
@@ -87,6 +88,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from conformance.adapters._common import AdapterBug, Hooks, Run, Session, mapping, mapping_code, parse_args, run_messages
 from conformance.boundary.adapter import AdapterInfo, Doubles, Mechanism, Outcome, RunResult, ToolFailed
 from conformance.boundary.scenario import Scenario, ToolDef
+from conformance.httpmodel.dialect import text_of
 
 SERVER = "akc"
 PREFIX = f"mcp__{SERVER}__"
@@ -111,7 +113,7 @@ def _m(kind: str, via: str | None = None, note: str | None = None) -> Mechanism:
 
 MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "UserPromptSubmit hook (once per query, before its first model call)", "observed only: its output can add context for the model, not change the prompt; SessionStart exists only as a settings-file command hook (types.py:324-335)"),
-    "context-assemble": _m("observe-only", "a plugin hooks module's turn.step hook, before each model request: history $.session.messages(), budget $.session.usage() and the step index", "turn.step may change only the request's model and effort, not its history (claude@333437132)"),
+    "context-assemble": _m("observe-only", "a plugin hooks module's turn.step hook, before each model request: history $.session.messages({as: api}), budget $.session.usage() and the step index", "turn.step may change only the request's model and effort, not its history (claude@333437132)"),
     "pre-model-call": _m("absent", note="turn.step gets its turn, index, model, effort and message count, not the request (tool specs, system prompt), and may change only model and effort; UserPromptSubmit adds context once per prompt"),
     "post-model-response": _m("observe-only", "the same turn.step hook: next(e) drained, the streamed message assembled before the chunks from its first tool_use on are handed to the loop", "observed only: replacing would mean re-emitting the replaced message as the hook's own chunks (a turn.step hook may stream chunks of its own, claude@348430389); not mapped"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
@@ -330,13 +332,78 @@ class OtlpTraces:
         return sum(1 for s in self.spans if s.get("name") == "claude_code.interaction")
 
 
+#: How Claude Code marks the context it adds to a user message (environment, date, reminders).
+REMINDER = "<system-reminder>"
+
+
+@mapping_code
+def assembled_context(data: dict[str, Any]) -> dict[str, Any]:
+    """context-assemble's payload from what the turn.step hook read before its request: the
+    history as the request carries it (``$.session.messages({as: "api"})``: Messages-API messages,
+    the transcript's rows joined as the CLI joins them; the blocks Claude Code adds to a user
+    message, each wrapped in ``<system-reminder>``, are its own context: system messages), the
+    session's spend (``$.session.usage()``) and the step's index in the turn."""
+    history: list[dict[str, Any]] = []
+    for m in data["messages"]:
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [b for b in content if isinstance(b, dict)]
+        if m.get("role") == "assistant":
+            message: dict[str, Any] = {"role": "assistant"}
+            text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+            calls = [{"id": b.get("id"), "name": str(b.get("name", "")).removeprefix(PREFIX), "args": b.get("input")}
+                     for b in blocks if b.get("type") == "tool_use"]
+            if text:
+                message["text"] = text
+            if calls:
+                message["tool_calls"] = calls
+            history.append(message)
+            continue
+        said: list[str] = []
+        for b in blocks:
+            if b.get("type") == "text" and str(b.get("text", "")).lstrip().startswith(REMINDER):
+                history.append({"role": "system", "text": str(b["text"])})
+            elif b.get("type") == "text":
+                said.append(str(b.get("text", "")))
+            elif b.get("type") == "tool_result":
+                history.append({"role": "tool_result", "call_id": b.get("tool_use_id"), "content": text_of(b.get("content")),
+                                "is_error": bool(b.get("is_error", False))})
+        if said:
+            history.append({"role": "user", "text": "".join(said)})
+    cost = (data.get("usage") or {}).get("cost") or {}
+    budget: dict[str, Any] = {"turns_used": int(data["index"])}
+    if isinstance(cost.get("usd"), int | float):
+        budget["cost_usd"] = cost["usd"]
+    return {"history": history, "budget": budget}
+
+
+@mapping_code
+def streamed_message(data: dict[str, Any]) -> dict[str, Any]:
+    """post-model-response's payload: the assistant message the turn.step hook's ``next(e)``
+    streamed (``text`` chunks; ``tool`` chunks with index, id and name, then their ``input`` JSON)."""
+    text, calls = "", {}
+    for chunk in data["chunks"]:
+        if chunk.get("kind") == "text":
+            text += str(chunk.get("text", ""))
+        elif chunk.get("kind") == "tool":
+            calls[chunk.get("index")] = {"id": chunk.get("id"), "name": str(chunk.get("name", "")).removeprefix(PREFIX), "json": ""}
+        elif chunk.get("kind") == "input" and chunk.get("index") in calls:
+            calls[chunk["index"]]["json"] += str(chunk.get("json", ""))
+    message: dict[str, Any] = {"role": "assistant"}
+    if text:
+        message["text"] = text
+    if calls:
+        message["tool_calls"] = [{"id": c["id"], "name": c["name"], "args": parse_args(c["json"])} for c in calls.values()]
+    return message
+
+
 class HookBridge:
     """The loopback endpoint the adapter's hooks module (``claude_agent_sdk_hooks.js``) calls from
     Claude Code's ``turn.step`` hook: ``POST /<token>/hook`` with ``{"point", "payload"}`` runs that
-    hook point's chain and answers once it has run, so the CLI's request waits on it. Every request
-    is the kernel's data: one that is not such a call is refused (400) and recorded."""
+    hook point's chain on what :func:`assembled_context` / :func:`streamed_message` make of
+    ``data`` and answers once it has run, so the CLI's request waits on it. Every request is the
+    kernel's data: one that is not such a call is refused (400) and recorded."""
 
-    POINTS = ("context-assemble", "post-model-response")
+    MAPS = {"context-assemble": assembled_context, "post-model-response": streamed_message}
 
     def __init__(self) -> None:
         self.port = 0
@@ -361,15 +428,20 @@ class HookBridge:
         if method != b"POST" or target != self.path:
             return self._refuse(f"{method.decode('latin-1')} {target[:100].decode('latin-1')}: not the hook endpoint")
         try:
-            data = json.loads(body)
+            call = json.loads(body)
         except ValueError:
             return self._refuse("a hook call whose body is not JSON")
-        if not isinstance(data, dict) or data.get("point") not in self.POINTS or not isinstance(data.get("payload"), dict):
-            return self._refuse(f"a hook call that is not {{point: {' | '.join(self.POINTS)}, payload: {{...}}}}")
+        point = call.get("point") if isinstance(call, dict) else None
+        if point not in self.MAPS or not isinstance(call.get("data"), dict):
+            return self._refuse(f"a hook call that is not {{point: {' | '.join(self.MAPS)}, data: {{...}}}}")
         if self.chain is None:
-            return self._refuse(f"a {data['point']} call before the session's hooks were set up")
+            return self._refuse(f"a {point} call before the session's hooks were set up")
         try:
-            await self.chain(data["point"], data["payload"])
+            payload = self.MAPS[point](call["data"])
+        except AdapterBug as exc:
+            return self._refuse(str(exc))
+        try:
+            await self.chain(point, payload)
         except Exception as exc:  # a hook's raise outcome: the CLI's turn.step hook raises it
             return 500, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
         return 200, b"{}"

@@ -217,19 +217,27 @@ def name_bridge(doubles: Any, current: dict[str, Any]) -> None:
     doubles.model_stream = model_stream
 
 
-class Trap:
-    """A loopback listener standing in for every host beyond loopback (the CLI's ``HTTPS_PROXY``):
-    it records the first line of each connection and closes it."""
+class Loopback:
+    """A listener on a free loopback port (``port``) serving each connection with ``_connection``."""
 
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-        self.port = 0
+    port = 0
 
     async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
         self.port = int(listener.extra(SocketAttribute.local_port))
         task_status.started()
         await listener.serve(self._connection)
+
+    async def _connection(self, stream: SocketStream) -> None:
+        raise NotImplementedError
+
+
+class Trap(Loopback):
+    """A loopback listener standing in for every host beyond loopback (the CLI's ``HTTPS_PROXY``):
+    it records the first line of each connection and closes it."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
 
     async def _connection(self, stream: SocketStream) -> None:
         async with stream:
@@ -277,7 +285,7 @@ async def http_exchanges(stream: SocketStream, answer: Any) -> None:
             conn.start_next_cycle()
 
 
-class OtlpTraces:
+class OtlpTraces(Loopback):
     """A loopback OTLP/HTTP (JSON) receiver for the spans the CLI exports
     (``CLAUDE_CODE_ENABLE_TELEMETRY=1``, ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1``,
     ``OTEL_TRACES_EXPORTER=otlp``): ``claude_code.interaction`` (one per prompt),
@@ -288,14 +296,7 @@ class OtlpTraces:
 
     def __init__(self) -> None:
         self.spans: list[dict[str, Any]] = []
-        self.port = 0
         self.arrived = anyio.Event()
-
-    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        self.port = int(listener.extra(SocketAttribute.local_port))
-        task_status.started()
-        await listener.serve(self._connection)
 
     async def _connection(self, stream: SocketStream) -> None:
         await http_exchanges(stream, self._answer)
@@ -380,7 +381,8 @@ def assembled_context(data: dict[str, Any]) -> dict[str, Any]:
 def streamed_message(data: dict[str, Any]) -> dict[str, Any]:
     """post-model-response's payload: the assistant message the turn.step hook's ``next(e)``
     streamed (``text`` chunks; ``tool`` chunks with index, id and name, then their ``input`` JSON)."""
-    text, calls = "", {}
+    text = ""
+    calls: dict[Any, dict[str, Any]] = {}
     for chunk in data["chunks"]:
         if chunk.get("kind") == "text":
             text += str(chunk.get("text", ""))
@@ -396,9 +398,9 @@ def streamed_message(data: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-class HookBridge:
+class HookBridge(Loopback):
     """The loopback endpoint the adapter's hooks module (``claude_agent_sdk_hooks.js``) calls from
-    Claude Code's ``turn.step`` hook: ``POST /<token>/hook`` with ``{"point", "payload"}`` runs that
+    Claude Code's ``turn.step`` hook: ``POST /<token>/hook`` with ``{"point", "data"}`` runs that
     hook point's chain on what :func:`assembled_context` / :func:`streamed_message` make of
     ``data`` and answers once it has run, so the CLI's request waits on it. Every request is the
     kernel's data: one that is not such a call is refused (400) and recorded."""
@@ -406,7 +408,6 @@ class HookBridge:
     MAPS = {"context-assemble": assembled_context, "post-model-response": streamed_message}
 
     def __init__(self) -> None:
-        self.port = 0
         self.path = f"/{secrets.token_hex(16)}/hook".encode()
         self.chain: Any = None  # async (point, payload) -> None, set once the session's hooks exist
         self.refused: list[str] = []
@@ -414,12 +415,6 @@ class HookBridge:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}{self.path.decode()}"
-
-    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        self.port = int(listener.extra(SocketAttribute.local_port))
-        task_status.started()
-        await listener.serve(self._connection)
 
     async def _connection(self, stream: SocketStream) -> None:
         await http_exchanges(stream, self._answer)

@@ -40,7 +40,8 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   (:func:`streamed_message`), text streamed on as it comes, the chunks from the first
   ``tool_use`` on held until the chain ran (so no tool starts before it).
   Neither replaces: ``turn.step`` may change only the request's model and effort
-  (``claude@333437132``), and re-emitting a replaced message as chunks is not mapped.
+  (``claude@333437132``); the CLI does keep the chunks the hook yields, but re-emitting a replaced
+  message as chunks (which would hold the whole stream, text included) is not mapped.
 * ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
   for a replaced call); ``post-tool-call`` (observe-only) and ``post-apply`` → the
   ``PostToolBatch`` hook, which Claude Code dispatches once per response with tool calls, after
@@ -115,7 +116,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "UserPromptSubmit hook (once per query, before its first model call)", "observed only: its output can add context for the model, not change the prompt; SessionStart exists only as a settings-file command hook (types.py:324-335)"),
     "context-assemble": _m("observe-only", "a plugin hooks module's turn.step hook, before each model request: history $.session.messages({as: api}), budget $.session.usage() and the step index", "turn.step may change only the request's model and effort, not its history (claude@333437132)"),
     "pre-model-call": _m("absent", note="turn.step gets its turn, index, model, effort and message count, not the request (tool specs, system prompt), and may change only model and effort; UserPromptSubmit adds context once per prompt"),
-    "post-model-response": _m("observe-only", "the same turn.step hook: next(e) drained, the streamed message assembled before the chunks from its first tool_use on are handed to the loop", "observed only: replacing would mean re-emitting the replaced message as the hook's own chunks (a turn.step hook may stream chunks of its own, claude@348430389); not mapped"),
+    "post-model-response": _m("observe-only", "the same turn.step hook: next(e) drained, the streamed message assembled before the chunks from its first tool_use on are handed to the loop", "observed only: the CLI keeps the chunks the hook yields (a probe's changed text was stored and re-sent), so a replace would re-emit the replaced message as chunks; not mapped: it would hold the whole stream, and with it the partial-message relay a cancel at a model call waits on"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
     "post-tool-call": _m("observe-only", "PostToolBatch hook (once per response, after every call ended)"),
     "session-end": _m("native", "Stop hook (when the agent finishes responding); else the query's ResultMessage", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),

@@ -43,10 +43,10 @@ What maps to what (the ``LlmAgent`` callbacks):
   ``flows/llm_flows/base_llm_flow.py:306``: DONE-002 passes).
 * ``max_turns`` → ``RunConfig.max_llm_calls``: call N+1 raises ``LlmCallsLimitExceededError``
   (``agents/invocation_context.py:78-94``), reported as raised: BOUND-008 fails. ADK's default is
-  500 calls (``agents/run_config.py:39``, ``ADK_MAX_LLM_CALLS``). The count is per invocation and
-  a resume after a pause is a new one: each resume gets the calls the message has left (its
-  model events so far); with none left there is no way to say so (``max_llm_calls <= 0`` is no
-  limit, ``invocation_context.py:85-88``).
+  500 calls (``agents/run_config.py:39``, ``ADK_MAX_LLM_CALLS``). The count is per invocation
+  (``invocation_context.py:67-94``) and a resume after a pause is a new one, whose count starts at
+  0 (BOUND-002 fails on a turn loop that pauses); a resume gets the same ``RunConfig``, since a
+  host computing the calls left would be the adapter's bound, not ADK's.
 * Spans → ADK's OpenTelemetry spans exported in memory: ``invoke_agent`` is the session span,
   ``generate_content`` the model call, ``execute_tool`` the tool; ``invocation`` and ``call_llm``
   are ``other``.
@@ -345,27 +345,12 @@ class GoogleAdkAdapter:
             if session.id not in created:
                 created.add(session.id)
                 await service.create_session(app_name=APP, user_id=USER, session_id=session.id)
-            bound = scenario.bounds.max_turns
-            invocations: set[str] = set()  # the invocations of this message: the first and each resume
-
-            async def config() -> Any:
-                """ADK counts the LLM calls of one invocation (a private counter of its
-                InvocationContext, agents/invocation_context.py:67-94), and a resume is a new one: a
-                host bounding the message gives each resume the calls the message has left, as
-                ADK's session records them (one model event per call). None left cannot be said:
-                max_llm_calls <= 0 means no limit (invocation_context.py:85-88)."""
-                if bound is None:
-                    return RunConfig()
-                stored = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
-                used = sum(1 for e in stored.events if e.invocation_id in invocations and e.content is not None
-                           and e.content.role == "model" and not e.partial) if stored else 0
-                return RunConfig(max_llm_calls=bound - used)
+            config = RunConfig(max_llm_calls=scenario.bounds.max_turns) if scenario.bounds.max_turns is not None else RunConfig()
 
             async def consume_one(message: Any) -> str:
                 reply = ""
                 async for event in runner.run_async(user_id=USER, session_id=session.id,
-                                                    new_message=message, run_config=await config(), abort_signal=abort):
-                    invocations.add(event.invocation_id)
+                                                    new_message=message, run_config=config, abort_signal=abort):
                     if event.is_final_response() and event.content is not None:
                         reply = "".join(p.text or "" for p in event.content.parts or [] if p.text and not p.thought) or reply
                 return reply

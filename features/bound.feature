@@ -40,18 +40,21 @@ Feature: Loop termination and bounds
   # interactive ones the approver, where a kernel may pause its loop and resume it; the count of
   # turns must survive that (a count kept per resumed run starts again at each pause).
   @BOUND-002 @dim:calls_per_response=1 @dim:max_turns=2+ @dim:tool_kind=resource @dim:tool_kind=interactive
+  # N = 2 and 3: a kernel that spends a turn on resuming a paused one still fails one of them.
   Scenario Outline: max_turns counts the turns whose calls are <kind>
     Given a tool "act" of kind "<kind>"
-    And max_turns is 2
-    And the model calls "act" with distinct arguments 5 times
+    And max_turns is <n>
+    And the model calls "act" with distinct arguments <calls> times
     When the kernel runs
-    Then tools ran only in the model calls max_turns 2 allows
+    Then tools ran only in the model calls max_turns <n> allows
     And the run ends with a subtype other than "success"
 
     Examples:
-      | kind        |
-      | resource    |
-      | interactive |
+      | kind        | n | calls |
+      | resource    | 2 | 5     |
+      | interactive | 2 | 5     |
+      | resource    | 3 | 6     |
+      | interactive | 3 | 6     |
 
   @BOUND-006 @cap_max_cost_usd @cap_max_wall_clock_s @dim:firing=max_turns @dim:others=far
   Scenario: max_turns fires while cost and wall clock are far from their limits

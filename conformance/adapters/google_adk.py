@@ -43,7 +43,11 @@ What maps to what (the ``LlmAgent`` callbacks):
   ``flows/llm_flows/base_llm_flow.py:306``: DONE-002 passes).
 * ``max_turns`` → ``RunConfig.max_llm_calls``: call N+1 raises ``LlmCallsLimitExceededError``
   (``agents/invocation_context.py:78-94``), reported as raised: BOUND-008 fails. ADK's default is
-  500 calls (``agents/run_config.py:39``, ``ADK_MAX_LLM_CALLS``).
+  500 calls (``agents/run_config.py:39``, ``ADK_MAX_LLM_CALLS``). The count is a counter of the
+  ``InvocationContext`` (``invocation_context.py:75-94, 294-296``), and a resume after a pause runs
+  the same invocation id in a new context (``runners.py:2078-2084``) whose count starts at 0
+  (BOUND-002 fails on a turn loop that pauses); a resume gets the same ``RunConfig``, since a host
+  computing the calls left would be the adapter's bound, not ADK's.
 * Spans → ADK's OpenTelemetry spans exported in memory: ``invoke_agent`` is the session span,
   ``generate_content`` the model call, ``execute_tool`` the tool; ``invocation`` and ``call_llm``
   are ``other``.

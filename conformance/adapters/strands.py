@@ -49,9 +49,10 @@ What maps to what:
   so the N-th turn's tools run and the loop ends with ``stop_reason="limit_turns"``
   (``types/agent.py:150-178``; ``event_loop/event_loop.py:241-251``: a stop event, no exception —
   BOUND-008 passes — and no model call — BOUND-010 fails), reported as subtype ``error_max_turns``.
-  strands' caps are per invocation (``event_loop/event_loop.py:70-95``): a resume gets the turns the
-  user message has left, plus the cycle it opens with, which replays the held calls of a turn
-  already counted (``event_loop/event_loop.py:288-292``), as a host bounding the message does.
+  strands' caps are per invocation (``event_loop/event_loop.py:70-95``) and a resume after an
+  interrupt is a new invocation: its count starts at 0 (BOUND-002 fails on a turn loop that pauses
+  at the plan gate or an interactive call). The resume gets the same ``limits``: a host computing
+  what is left would be the adapter's bound, not strands'.
 * ``terminates_turn`` → the tool calls ``agent.cancel(after_current_tools=True)`` after it ran,
   exactly what strands' vended ``stop`` tool does (``vended_tools/stop/stop.py``): the batch's other
   tools finish, then the loop exits with ``stop_reason="cancelled"`` and no further model call
@@ -279,17 +280,6 @@ class StrandsAdapter:
             state.update(first_invocation=len(agent.event_loop_metrics.agent_invocations), cancelled=False, answers={})
             doubles.register_canceller(index, cancel)
             limits = {"turns": scenario.bounds.max_turns} if scenario.bounds.max_turns is not None else None
-
-            def left(agent: Any, first: int) -> dict[str, int] | None:
-                """The resume's caps: strands counts the cycles of one invocation, so a host bounding
-                the user message passes what it has left. The turns it ran are its cycles but the
-                replay each resume opens with (the held calls of a turn already counted,
-                event_loop/event_loop.py:288-292), and the resume's own replay cycle is one more."""
-                if limits is None:
-                    return None
-                invocations = agent.event_loop_metrics.agent_invocations[first:]
-                turns = sum(len(i.cycles) for i in invocations) - (len(invocations) - 1)
-                return {"turns": limits["turns"] - turns + 1}
             with OtelSpans.marker(trace_ids):
                 try:
                     result = await agent.invoke_async(text, limits=limits)
@@ -300,7 +290,7 @@ class StrandsAdapter:
                         if state["cancelled"]:  # strands clears its cancel signal as an invocation ends
                             agent.cancel()  # (agent/agent.py:1594-1597): the host's stop, for the resume
                         state["resuming"] = True
-                        result = await agent.invoke_async(resume, limits=left(agent, state["first_invocation"]))
+                        result = await agent.invoke_async(resume, limits=limits)
                 finally:
                     session.messages = to_canonical(list(agent.messages), scenario.system_prompt or None)
             reason = str(result.stop_reason)

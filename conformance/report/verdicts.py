@@ -26,6 +26,8 @@ error with no gating failure. ``not-offered`` and ``not-applicable`` never affec
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -234,7 +236,11 @@ def mechanism_verdict(
     if mandatory and owned and result.verdict in ("blocked", "incomplete"):
         why = f"{prefix}: cannot pass, {', '.join(owned)} (the rule requires it; its own subject)"
         seen = (result.message or "").removeprefix(f"{prefix}: ")
-        why = f"{why}; its checks read: {seen}" if seen else why
+        if result.verdict == "blocked":  # what blocked them is moot: the lack came first (no cycle in the text)
+            seen = re.sub(r"^blocked by [A-Z]+-\d+(?:, [A-Z]+-\d+)*: ", "", seen)
+            why = f"{why}; its checks could not judge: {seen}" if seen else why
+        else:
+            why = f"{why}; its checks read: {seen}" if seen else why
         return result.model_copy(update={"verdict": "fail", "message": why, "blocked_by": []})
     if not lacking or result.verdict not in ("pass", "fail", "blocked"):
         return result

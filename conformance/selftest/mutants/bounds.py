@@ -41,6 +41,22 @@ class MaxTurnsOffByOne(Kernel):
         return limit
 
 
+@mutant("BOUND-002")
+class TurnCountRestartsAfterPause(Kernel):
+    """The turn count starts again after a turn's calls wait on the plan gate or the approver, as a
+    loop whose bound is per resumed run does (issue 22: three frameworks' did)."""
+
+    async def _plan_ready(self, run: Any, plan: dict[str, Any]) -> dict[str, Any]:
+        if plan["items"]:
+            run.turns_used = 0
+        return await super()._plan_ready(run, plan)
+
+    async def _execute_interactive(self, run: Any, calls: Any) -> None:
+        if calls:
+            run.turns_used = 0
+        await super()._execute_interactive(run, calls)
+
+
 @mutant("BOUND-003")
 class MaxTurnsNeedsCostBound(Kernel):
     """max_turns is honoured only when max_cost_usd is configured too."""

@@ -1,0 +1,6 @@
+"""List the gating FAIL cells of google-adk (audit 9d population). Run from repo root."""
+import json
+r = json.load(open("docs/conformance-reports/google-adk.json"))
+for q in r["requirements"]:
+    if q.get("verdict") == "fail" and q.get("gating") is True:
+        print(q["id"])

@@ -116,7 +116,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "UserPromptSubmit hook (once per query, before its first model call)", "observed only: its output can add context for the model, not change the prompt; SessionStart exists only as a settings-file command hook (types.py:324-335)"),
     "context-assemble": _m("observe-only", "a plugin hooks module's turn.step hook, before each model request: history $.session.messages({as: api}), budget $.session.usage() and the step index", "turn.step may change only the request's model and effort, not its history (claude@333437132)"),
     "pre-model-call": _m("absent", note="turn.step gets its turn, index, model, effort and message count, not the request (tool specs, system prompt), and may change only model and effort; UserPromptSubmit adds context once per prompt"),
-    "post-model-response": _m("observe-only", "the same turn.step hook: next(e) drained, the streamed message assembled before the chunks from its first tool_use on are handed to the loop", "observed only: the CLI keeps the chunks the hook yields (a probe's changed text was stored and re-sent), so a replace would re-emit the replaced message as chunks; not mapped: it would hold the whole stream, and with it the partial-message relay a cancel at a model call waits on"),
+    "post-model-response": _m("native", "the same turn.step hook: next(e) drained, the whole streamed response held until the chain ran; the hook yields the chain's message (the streamed chunks, or a replacement's text / tool / input chunks with the stream's engine and stop chunks passed on), and the loop acts on what the hook yields (claude@348416143, 348421735)", "no partial text reaches the host before the response ended: a cancel at a model call waits RELAY_WAIT_S for a relay that does not come, then interrupts"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
     "post-tool-call": _m("observe-only", "PostToolBatch hook (once per response, after every call ended)"),
     "session-end": _m("native", "Stop hook (when the agent finishes responding); else the query's ResultMessage", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),
@@ -399,18 +399,61 @@ def streamed_message(data: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
+#: The chunk kinds that carry the response's content; the others (``engine``: the stream's own
+#: events; ``stop``: its stop reason and usage) pass on in a replacement, a stop reason that says
+#: whether the message calls tools (tool_use / end_turn) set to say it of the replacement.
+CONTENT_KINDS = ("text", "thinking", "tool", "input")
+
+
+@mapping_code
+def replied_chunks(chunks: list[Any], message: dict[str, Any]) -> dict[str, Any]:
+    """The turn.step hook's answer for a replaced message: the items it yields in place of the
+    streamed chunks, each the index of a chunk passed on unchanged or a chunk of the replacement in
+    the CLI's own shapes (``{kind: text, index, text}``; ``{kind: tool, index, id, name}`` then
+    ``{kind: input, index, json}``, names prefixed), where the streamed content was (before the
+    stop chunk if there was none), and the step's result (``answer``, ``toolUses``) to match.
+    ``chunks`` are dicts (:class:`HookBridge` refuses others)."""
+    text = message.get("text") or ""
+    calls = message.get("tool_calls") or []
+    if not isinstance(text, str) or not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise AdapterBug(f"a post-model-response replacement that is not an assistant message: {json.dumps(message)[:200]}")
+    # the replacement's blocks after the streamed ones: a block index the stream used keeps its kind
+    start = 1 + max((c["index"] for c in chunks if c.get("kind") in CONTENT_KINDS and isinstance(c.get("index"), int)), default=-1)
+    content: list[Any] = [{"kind": "text", "index": start, "text": text}] if text else []
+    for i, call in enumerate(calls, start=start + len(content)):
+        args = call.get("args") if isinstance(call.get("args"), dict) else {}
+        content += [{"kind": "tool", "index": i, "id": str(call.get("id") or f"toolu_akc_{i}"), "name": PREFIX + str(call.get("name", ""))},
+                    {"kind": "input", "index": i, "json": json.dumps(args)}]
+    items: list[Any] = []
+    for i, chunk in enumerate(chunks):
+        if chunk.get("kind") in CONTENT_KINDS:
+            items, content = items + content, []
+        elif chunk.get("kind") == "stop":
+            items, content = items + content, []
+            # the loop reads a tool_use stop without tool_use blocks as a failed call and asks again
+            # (claude@330626071): the stop reason follows whether the replacement calls tools
+            reason = "tool_use" if calls else "end_turn"
+            items.append({**chunk, "stopReason": reason} if chunk.get("stopReason") in ("tool_use", "end_turn") and chunk["stopReason"] != reason else i)
+        else:
+            items.append(i)
+    result = {"answer": text, "toolUses": [{"name": PREFIX + str(c.get("name", "")), "input": c.get("args") if isinstance(c.get("args"), dict) else {}} for c in calls]}
+    return {"chunks": items + content, "result": result}
+
+
 class HookBridge(Loopback):
     """The loopback endpoint the adapter's hooks module (``claude_agent_sdk_hooks.js``) calls from
     Claude Code's ``turn.step`` hook: ``POST /<token>/hook`` with ``{"point", "data"}`` runs that
     hook point's chain on what :func:`assembled_context` / :func:`streamed_message` make of
-    ``data`` and answers once it has run, so the CLI's request waits on it. Every request is the
-    kernel's data: one that is not such a call is refused (400) and recorded."""
+    ``data`` and answers once it has run, so the CLI's request waits on it; post-model-response's
+    answer is the chunks the hook yields (``{"chunks": [...], "result": ...}``: the streamed ones by
+    index, or a replacement's, :func:`replied_chunks`). Every request is the kernel's data: one that
+    is not such a call is refused (400) and recorded."""
 
     MAPS = {"context-assemble": assembled_context, "post-model-response": streamed_message}
 
     def __init__(self) -> None:
         self.path = f"/{secrets.token_hex(16)}/hook".encode()
-        self.chain: Any = None  # async (point, payload) -> None, set once the session's hooks exist
+        self.chain: Any = None  # async (point, payload) -> (payload, replaced), set once the session's hooks exist
         self.refused: list[str] = []
 
     @property
@@ -430,6 +473,8 @@ class HookBridge(Loopback):
         point = call.get("point") if isinstance(call, dict) else None
         if point not in self.MAPS or not isinstance(call.get("data"), dict):
             return self._refuse(f"a hook call that is not {{point: {' | '.join(self.MAPS)}, data: {{...}}}}")
+        if point == "post-model-response" and not (isinstance(call["data"].get("chunks"), list) and all(isinstance(c, dict) for c in call["data"]["chunks"])):
+            return self._refuse("a post-model-response call whose data is not {chunks: [{...}, ...]}")
         if self.chain is None:
             return self._refuse(f"a {point} call before the session's hooks were set up")
         try:
@@ -437,10 +482,20 @@ class HookBridge(Loopback):
         except AdapterBug as exc:
             return self._refuse(str(exc))
         try:
-            await self.chain(point, payload)
+            new, replaced = await self.chain(point, payload)
         except Exception as exc:  # a hook's raise outcome: the CLI's turn.step hook raises it
             return 500, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
-        return 200, b"{}"
+        if point != "post-model-response":
+            return 200, b"{}"
+        chunks = call["data"]["chunks"]
+        if not replaced:
+            return 200, json.dumps({"chunks": list(range(len(chunks)))}).encode()
+        if not isinstance(new, dict):
+            return self._refuse(f"a post-model-response replacement that is not an assistant message: {json.dumps(new)[:200]}")
+        try:
+            return 200, json.dumps(replied_chunks(chunks, new)).encode()
+        except AdapterBug as exc:
+            return self._refuse(str(exc))
 
     def _refuse(self, why: str) -> tuple[int, bytes]:
         self.refused.append(why)
@@ -680,10 +735,10 @@ class ClaudeAgentSDKAdapter:
         tools = {t.name: t for t in scenario.tools}
         ids = CallIds()
 
-        async def turn_step(point: str, payload: dict[str, Any]) -> None:
-            # observe-only: a replacement goes nowhere (turn.step may change only model and effort;
-            # a replaced message is not re-emitted as chunks)
-            await hooks.chain(point, payload, turn())
+        async def turn_step(point: str, payload: dict[str, Any]) -> tuple[Any, bool]:
+            # context-assemble's replacement goes nowhere (turn.step may change only model and
+            # effort); post-model-response's is what the hook yields (HookBridge)
+            return await hooks.chain(point, payload, turn())
 
         current["bridge"].chain = turn_step
 

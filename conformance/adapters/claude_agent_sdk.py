@@ -95,7 +95,7 @@ SERVER = "akc"
 PREFIX = f"mcp__{SERVER}__"
 #: How long to wait after the last prompt for the CLI's batched span export.
 SPAN_WAIT_S = 3.0
-#: How long a cancel at a model call waits for the CLI to relay that call's streamed text.
+#: How long a cancel at a model call waits for the CLI to hold that call's streamed text.
 RELAY_WAIT_S = 5.0
 #: The largest request body the adapter's loopback endpoints read (a span batch, a hook's payload).
 MAX_BODY = 64 * 1024 * 1024
@@ -454,6 +454,7 @@ class HookBridge(Loopback):
     def __init__(self) -> None:
         self.path = f"/{secrets.token_hex(16)}/hook".encode()
         self.chain: Any = None  # async (point, payload) -> (payload, replaced), set once the session's hooks exist
+        self.relay = StreamRelay()
         self.refused: list[str] = []
 
     @property
@@ -471,8 +472,11 @@ class HookBridge(Loopback):
         except ValueError:
             return self._refuse("a hook call whose body is not JSON")
         point = call.get("point") if isinstance(call, dict) else None
-        if point not in self.MAPS or not isinstance(call.get("data"), dict):
-            return self._refuse(f"a hook call that is not {{point: {' | '.join(self.MAPS)}, data: {{...}}}}")
+        if point not in (*self.MAPS, "model-text") or not isinstance(call.get("data"), dict):
+            return self._refuse(f"a hook call that is not {{point: {' | '.join(self.MAPS)} | model-text, data: {{...}}}}")
+        if point == "model-text":  # the hook holds the first text chunk of the running request's response
+            self.relay.text()
+            return 200, b"{}"
         if point == "post-model-response" and not (isinstance(call["data"].get("chunks"), list) and all(isinstance(c, dict) for c in call["data"]["chunks"])):
             return self._refuse("a post-model-response call whose data is not {chunks: [{...}, ...]}")
         if self.chain is None:
@@ -481,6 +485,8 @@ class HookBridge(Loopback):
             payload = self.MAPS[point](call["data"])
         except AdapterBug as exc:
             return self._refuse(str(exc))
+        if point == "context-assemble":
+            self.relay.request()
         try:
             new, replaced = await self.chain(point, payload)
         except Exception as exc:  # a hook's raise outcome: the CLI's turn.step hook raises it
@@ -596,25 +602,25 @@ def journal_entries(message: Any) -> list[dict[str, Any]]:
 
 
 class StreamRelay:
-    """Which model calls of the run the CLI has relayed streamed text of (its partial-message
-    events, ``include_partial_messages``): the k-th ``message_start`` relayed is model call k
-    (0-based, as the double counts them) while queries run one at a time and the CLI retries
-    nothing (``CLAUDE_CODE_MAX_RETRIES=0``); a cancel's wait on it is bounded either way."""
+    """Which model calls of the run the CLI holds streamed text of: the turn.step hook reports each
+    request (its context-assemble call, before the request) and the first text chunk it holds of
+    the response (``model-text``); the k-th request is model call k (0-based, as the double counts
+    them) while queries run one at a time and the CLI retries nothing (``CLAUDE_CODE_MAX_RETRIES=0``);
+    a cancel's wait on it is bounded either way."""
 
     def __init__(self) -> None:
-        self.starts = 0
+        self.requests = 0
         self.texts: dict[int, anyio.Event] = {}
 
     def _event(self, index: int) -> anyio.Event:
         return self.texts.setdefault(index, anyio.Event())
 
-    def saw(self, event: Any) -> None:
-        if not isinstance(event, dict):
-            return
-        if event.get("type") == "message_start":
-            self.starts += 1
-        elif event.get("type") == "content_block_delta" and (event.get("delta") or {}).get("type") == "text_delta" and self.starts:
-            self._event(self.starts - 1).set()
+    def request(self) -> None:
+        self.requests += 1
+
+    def text(self) -> None:
+        if self.requests:
+            self._event(self.requests - 1).set()
 
     async def text_of(self, index: int) -> None:
         await self._event(index).wait()
@@ -644,7 +650,7 @@ class ClaudeAgentSDKAdapter:
         trap = Trap()
         traces = OtlpTraces()
         bridge = current["bridge"] = HookBridge()
-        current["relay"] = StreamRelay()
+        current["relay"] = bridge.relay
         with tempfile.TemporaryDirectory(prefix="akc-claude-") as scratch:
             async with anyio.create_task_group() as tg:
                 await tg.start(trap.serve)
@@ -667,7 +673,6 @@ class ClaudeAgentSDKAdapter:
     async def _run(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, traces: OtlpTraces,
                    clients: dict[str, Any], current: dict[str, Any]) -> RunResult:
         from claude_agent_sdk import ClaudeSDKClient, ResultMessage
-        from claude_agent_sdk.types import StreamEvent
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             turn = run.turn(session, index)
@@ -682,8 +687,8 @@ class ClaudeAgentSDKAdapter:
             async def interrupt() -> None:
                 where = scenario.cancel
                 if where is not None and where.at == "model_call":
-                    # a user presses stop on text they saw: the CLI relays a call's stream only
-                    # once it holds it, and the double cannot see the CLI read its socket
+                    # a user presses stop on text the CLI holds: the double cannot see the CLI
+                    # read its socket, the turn.step hook reports the first text chunk it holds
                     with anyio.move_on_after(RELAY_WAIT_S):
                         await current["relay"].text_of(where.index)
                 await client.interrupt()
@@ -702,8 +707,6 @@ class ClaudeAgentSDKAdapter:
                 async for message in client.receive_response():
                     if isinstance(message, ResultMessage):
                         result = message
-                    elif isinstance(message, StreamEvent):
-                        current["relay"].saw(message.event)
                     else:
                         session.messages.extend(journal_entries(message))
                 answered = True
@@ -850,7 +853,6 @@ class ClaudeAgentSDKAdapter:
             env=env,
             setting_sources=[],
             plugins=[{"type": "local", "path": hooks_plugin(scratch, current["bridge"].endpoint)}],
-            include_partial_messages=True,  # the stream relay a cancel at a model call waits on
             can_use_tool=can_use_tool,
             hooks={
                 "PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])],

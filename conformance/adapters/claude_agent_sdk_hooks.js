@@ -29,7 +29,11 @@ export function register(on) {
     const stream = next(e);
     const chunks = [];
     let step;
-    while (!(step = await stream.next()).done) chunks.push(step.value);
+    while (!(step = await stream.next()).done) {
+      // the adapter's cancel at a model call waits until the CLI holds some of its text
+      if (step.value.kind === "text" && !chunks.some((c) => c.kind === "text")) await send($, "model-text", {});
+      chunks.push(step.value);
+    }
     // the answer: each item either the index of a chunk passed on unchanged, or a chunk of the
     // replacement (text, tool, input); the step's result names the replacement's answer and calls
     const reply = await send($, "post-model-response", { chunks });

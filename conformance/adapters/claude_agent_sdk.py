@@ -28,20 +28,38 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   payload has no subtype); on a query that ends without ``Stop`` (an interrupt's abort path, a
   failed model call's error path), its ``ResultMessage``, the CLI's own end of the run. ``SessionStart`` / ``SessionEnd`` exist only as settings-file command
   hooks, with no SDK callback in this version (``types.py:324-335``).
-* ``context-assemble`` and ``post-model-response`` (both observe-only) → the ``turn.step`` hook of a
+* ``context-assemble`` (observe-only) and ``post-model-response`` → the ``turn.step`` hook of a
   plugin hooks module, which the CLI dispatches around every model request (``claude@348429596``;
   a plugin's ``hooks/hooks.json`` naming ``{"modules": [...]}``, ``claude@329510900``). The adapter
   writes that plugin into its scratch folder (the module is ``claude_agent_sdk_hooks.js``) and loads
   it with ``plugins=[{"type": "local", ...}]``; the hook calls the adapter's loopback endpoint
   (:class:`HookBridge`), which runs the chain before the hook goes on: context-assemble with
   ``{"history": $.session.messages({as: "api"}), "budget": {"turns_used": <step index>,
-  "cost_usd": $.session.usage().cost.usd}}`` before the request (:func:`assembled_context`);
-  post-model-response with the message assembled from ``next(e)``'s chunks once the stream ended
-  (:func:`streamed_message`), text streamed on as it comes, the chunks from the first
-  ``tool_use`` on held until the chain ran (so no tool starts before it).
-  Neither replaces: ``turn.step`` may change only the request's model and effort
-  (``claude@333437132``); the CLI does keep the chunks the hook yields, but re-emitting a replaced
-  message as chunks (which would hold the whole stream, text included) is not mapped.
+  "cost_usd": $.session.usage().cost.usd}}`` before the request (:func:`assembled_context`), its
+  replacement unused (``turn.step`` may change only the request's model and effort,
+  ``claude@333437132``); post-model-response with the message assembled from all of ``next(e)``'s
+  chunks once the stream ended (:func:`streamed_message`). The loop acts on the chunks the hook
+  *yields*, not on the stream: the CLI turns them into the stored assistant message
+  (``claude@348416137``; ``claude@348421735`` builds a new block where a yielded text or tool
+  differs from the wire's, ``claude@348423151``, ``348423418``), and the hook's return value, the
+  step's ``{answer, toolUses, stopReason, usage}``, is only checked (``claude@333437132``): the loop
+  reads the chain with ``for await``, which drops it (``claude@348416137``); the bridge's answer
+  sets its ``answer`` and ``toolUses`` to the replacement's all the same. So the
+  hook holds the whole response and yields what the bridge answers: the streamed chunks, or a
+  replacement in the CLI's own chunk shapes (``{kind: "text" | "tool" | "input", index, …}``,
+  ``claude@348427288``; :func:`replied_chunks`) with the stream's ``engine`` chunks passed on
+  unchanged, once each (the chunk check refuses an engine ref never pulled or passed on twice,
+  ``claude@333437132``). Its stop chunk
+  passes on too, its stop reason set to ``tool_use`` / ``end_turn`` by whether the replacement calls
+  tools: the loop reads a ``tool_use`` stop without ``tool_use`` blocks as a failed call and asks
+  the model again (``claude@330626071``).
+  Holding the response means no partial text reaches the loop (or the host) before the response
+  ended. Cancellation: the hook reports the first text chunk it holds (``model-text``) and a cancel
+  at a model call interrupts then (:class:`StreamRelay`); the interrupt aborts the stream the hook
+  drains, so the call is abandoned in flight (STOP-002) and the loop, having been handed nothing of
+  it, stores nothing of it (STOP-003 passes in this configuration, where the CLI without such a hook
+  keeps the partial text, ``claude@343006364``, ``351698941``); STOP-001's and LOOP-018's cancels
+  between steps and at tools are untouched by it.
 * ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
   for a replaced call); ``post-tool-call`` (observe-only) and ``post-apply`` → the
   ``PostToolBatch`` hook, which Claude Code dispatches once per response with tool calls, after
@@ -59,8 +77,8 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   ``ResultMessage``'s (``success``, ``error_max_turns``, ``error_max_budget_usd``,
   ``error_during_execution``).
 * Cancellation → ``ClaudeSDKClient.interrupt()``; a cancel at a model call interrupts once the
-  CLI has relayed that call's streamed text to the host (its partial-message events), as a user
-  presses stop on text they saw: the double cannot see the CLI read its socket, and an interrupt
+  CLI holds some of that call's streamed text (the turn.step hook reports it), as a user presses
+  stop on a response under way: the double cannot see the CLI read its socket, and an interrupt
   before the CLI holds the text tests nothing (``docs/adapter.md``, step 3).
 * Spans → the CLI's own OpenTelemetry traces (beta: ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``),
   exported as OTLP/JSON to a loopback receiver of the adapter: ``claude_code.interaction`` (one per
@@ -116,7 +134,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "UserPromptSubmit hook (once per query, before its first model call)", "observed only: its output can add context for the model, not change the prompt; SessionStart exists only as a settings-file command hook (types.py:324-335)"),
     "context-assemble": _m("observe-only", "a plugin hooks module's turn.step hook, before each model request: history $.session.messages({as: api}), budget $.session.usage() and the step index", "turn.step may change only the request's model and effort, not its history (claude@333437132)"),
     "pre-model-call": _m("absent", note="turn.step gets its turn, index, model, effort and message count, not the request (tool specs, system prompt), and may change only model and effort; UserPromptSubmit adds context once per prompt"),
-    "post-model-response": _m("native", "the same turn.step hook: next(e) drained, the whole streamed response held until the chain ran; the hook yields the chain's message (the streamed chunks, or a replacement's text / tool / input chunks with the stream's engine and stop chunks passed on), and the loop acts on what the hook yields (claude@348416143, 348421735)", "no partial text reaches the host before the response ended: a cancel at a model call waits RELAY_WAIT_S for a relay that does not come, then interrupts"),
+    "post-model-response": _m("native", "the same turn.step hook: next(e) drained, the whole response held until the chain ran, then the chain's message yielded: the streamed chunks, or the replacement's text / tool / input chunks with the stream's engine and stop chunks passed on; the loop acts on the chunks the hook yields (claude@348416137, 348421735)", "no partial text reaches the loop or the host before the response ended: a cancel at a model call interrupts once the hook holds text, and the loop stores nothing of the cancelled call"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
     "post-tool-call": _m("observe-only", "PostToolBatch hook (once per response, after every call ended)"),
     "session-end": _m("native", "Stop hook (when the agent finishes responding); else the query's ResultMessage", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),

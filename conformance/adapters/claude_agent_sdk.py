@@ -44,15 +44,13 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   differs from the wire's, ``claude@348423151``, ``348423418``), and the hook's return value, the
   step's ``{answer, toolUses, stopReason, usage}``, is only checked (``claude@333437132``): the loop
   reads the chain with ``for await``, which drops it (``claude@348416137``); the bridge's answer
-  sets its ``answer`` and ``toolUses`` to the replacement's all the same. So the
-  hook holds the whole response and yields what the bridge answers: the streamed chunks, or a
+  sets its ``answer`` and ``toolUses`` to the replacement's all the same. So the hook holds the whole response and yields what the bridge answers: the streamed chunks, or a
   replacement in the CLI's own chunk shapes (``{kind: "text" | "tool" | "input", index, …}``,
   ``claude@348427288``; :func:`replied_chunks`) with the stream's ``engine`` chunks passed on
   unchanged, once each (the chunk check refuses an engine ref never pulled or passed on twice,
-  ``claude@333437132``). Its stop chunk
-  passes on too, its stop reason set to ``tool_use`` / ``end_turn`` by whether the replacement calls
-  tools: the loop reads a ``tool_use`` stop without ``tool_use`` blocks as a failed call and asks
-  the model again (``claude@330626071``).
+  ``claude@333437132``). Its stop chunk passes on too (usage kept), its stop reason set to
+  ``tool_use`` / ``end_turn`` by whether the replacement calls tools: the loop reads a ``tool_use``
+  stop without ``tool_use`` blocks as a failed call and asks the model again (``claude@330626071``).
   Holding the response means no partial text reaches the loop (or the host) before the response
   ended. Cancellation: the hook reports the first text chunk it holds (``model-text``) and a cancel
   at a model call interrupts then (:class:`StreamRelay`); the interrupt aborts the stream the hook

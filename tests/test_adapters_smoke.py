@@ -202,9 +202,16 @@ FRAMEWORKS = [
             "GATE-001": Confirmed("pass", "claude_agent_sdk/_internal/query.py:686-687; wire"),
             # A plugin hooks module's turn.step hook wraps every model request (streamCore), with the
             # history ($.session.messages) and spend ($.session.usage) before it, the drained stream
-            # after: context-assemble and post-model-response, observe-only (audit 8).
+            # after: context-assemble (observe-only) and post-model-response (audit 8).
             "LOOP-001": Confirmed("pass", "claude@348429596 (streamCore turn.step), 333529513 ($.session.messages, usage)"),
             "LOOP-004": Confirmed("pass", "claude@348429596 (streamCore turn.step), 333153861 (yields the chunks, returns the result)"),
+            # The loop reads the chunks the hook yields, not the stream (for await over the chain, its
+            # return value dropped), a yielded text or tool unlike the wire's made a new block: the
+            # replacement's chunks are the message executed and stored.
+            "LOOP-005": Confirmed("pass", "claude@348416137 (itemsOf each yielded chunk), 348421735, 348423151, 348423418 (a changed block), 348427288 (chunk shapes)"),
+            # The hook holds the whole response: interrupted while it drains, the loop was handed
+            # nothing of the call and stores nothing of it.
+            "STOP-003": Confirmed("pass", "claude@348416137 (an aborted chain: only the chunks already yielded, none)"),
         },
         timeout_cap_s=None,
     ),
@@ -302,8 +309,9 @@ def test_claude_code_hook_bridge_runs_only_its_own_calls() -> None:
         bridge = HookBridge()
         ran: list[tuple[str, object]] = []
 
-        async def chain(point: str, payload: object) -> None:
+        async def chain(point: str, payload: object) -> tuple[object, bool]:
             ran.append((point, payload))
+            return payload, False
 
         bridge.chain = chain
         async with anyio.create_task_group() as tg:
@@ -311,6 +319,8 @@ def test_claude_code_hook_bridge_runs_only_its_own_calls() -> None:
             base = f"http://127.0.0.1:{bridge.port}"
             async with httpx.AsyncClient(timeout=5) as http:
                 ok = await http.post(bridge.endpoint, json={"point": "context-assemble", "data": {"messages": [], "index": 0}})
+                kept = await http.post(bridge.endpoint, json={"point": "post-model-response", "data": {"chunks": [{"kind": "text", "text": "hi"}, {"kind": "engine", "ref": 2}]}})
+                held = await http.post(bridge.endpoint, json={"point": "model-text", "data": {}})
                 wrong = [
                     await http.post(base + "/hook", json={"point": "context-assemble", "data": {"messages": [], "index": 0}}),
                     await http.get(bridge.endpoint),
@@ -318,12 +328,17 @@ def test_claude_code_hook_bridge_runs_only_its_own_calls() -> None:
                     await http.post(bridge.endpoint, json={"point": "pre-tool-call", "data": {}}),
                     await http.post(bridge.endpoint, json={"point": "post-model-response", "data": "text"}),
                     await http.post(bridge.endpoint, json={"point": "post-model-response", "data": {"chunks": 3}}),
+                    await http.post(bridge.endpoint, json={"point": "post-model-response", "data": {"chunks": [{"kind": "text"}, "x"]}}),
+                    await http.post(bridge.endpoint, json={"point": "model-text", "data": None}),
                 ]
             tg.cancel_scope.cancel()
-        assert ok.status_code == 200
-        assert ran == [("context-assemble", {"history": [], "budget": {"turns_used": 0}})]
-        assert [r.status_code for r in wrong] == [400] * 6
-        assert len(bridge.refused) == 6
+        assert ok.status_code == held.status_code == 200
+        assert kept.json() == {"chunks": [0, 1]}  # nothing replaced: every streamed chunk, unchanged
+        assert ran == [("context-assemble", {"history": [], "budget": {"turns_used": 0}}),
+                       ("post-model-response", {"role": "assistant", "text": "hi"})]
+        assert bridge.relay.texts[0].is_set()  # model call 0's text is held
+        assert [r.status_code for r in wrong] == [400] * 8
+        assert len(bridge.refused) == 8
 
     anyio.run(main)
 
@@ -355,3 +370,21 @@ def test_claude_code_turn_step_data_maps_to_the_hook_payloads() -> None:
               {"kind": "input", "index": 1, "json": ' "1"}'}, {"kind": "stop", "reason": "tool_use"}]
     assert streamed_message({"chunks": chunks}) == {
         "role": "assistant", "text": "let me look", "tool_calls": [{"id": "a1", "name": "fetch", "args": {"q": "1"}}]}
+
+
+def test_claude_code_replacement_becomes_the_cli_s_chunks() -> None:
+    """A post-model-response replacement is what the turn.step hook yields: its text and tool calls
+    as the CLI's chunk shapes (names prefixed, blocks after the streamed ones) where the streamed
+    content was, every other chunk passed on by index, the stop reason saying whether it calls tools."""
+    from conformance.adapters.claude_agent_sdk import replied_chunks
+
+    chunks = [{"kind": "engine", "ref": 1}, {"kind": "tool", "index": 0, "id": "a", "name": "mcp__akc__lookup", "ref": 2},
+              {"kind": "input", "index": 0, "json": '{"q": "original"}', "ref": 3}, {"kind": "engine", "ref": 4},
+              {"kind": "stop", "stopReason": "tool_use", "usage": {"output_tokens": 3}, "ref": 5}, {"kind": "engine", "ref": 6}]
+    assert replied_chunks(chunks, {"role": "assistant", "text": "no tools after all", "tool_calls": []}) == {
+        "chunks": [0, {"kind": "text", "index": 1, "text": "no tools after all"}, 3,
+                   {"kind": "stop", "stopReason": "end_turn", "usage": {"output_tokens": 3}, "ref": 5}, 5],
+        "result": {"answer": "no tools after all", "toolUses": []}}
+    calls = {"role": "assistant", "tool_calls": [{"id": "r1", "name": "lookup", "args": {"q": "replaced"}}]}
+    assert replied_chunks(chunks, calls)["chunks"] == [
+        0, {"kind": "tool", "index": 1, "id": "r1", "name": "mcp__akc__lookup"}, {"kind": "input", "index": 1, "json": '{"q": "replaced"}'}, 3, 4, 5]

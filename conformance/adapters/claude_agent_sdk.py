@@ -28,20 +28,36 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   payload has no subtype); on a query that ends without ``Stop`` (an interrupt's abort path, a
   failed model call's error path), its ``ResultMessage``, the CLI's own end of the run. ``SessionStart`` / ``SessionEnd`` exist only as settings-file command
   hooks, with no SDK callback in this version (``types.py:324-335``).
-* ``context-assemble`` and ``post-model-response`` (both observe-only) → the ``turn.step`` hook of a
+* ``context-assemble`` (observe-only) and ``post-model-response`` → the ``turn.step`` hook of a
   plugin hooks module, which the CLI dispatches around every model request (``claude@348429596``;
   a plugin's ``hooks/hooks.json`` naming ``{"modules": [...]}``, ``claude@329510900``). The adapter
   writes that plugin into its scratch folder (the module is ``claude_agent_sdk_hooks.js``) and loads
   it with ``plugins=[{"type": "local", ...}]``; the hook calls the adapter's loopback endpoint
   (:class:`HookBridge`), which runs the chain before the hook goes on: context-assemble with
   ``{"history": $.session.messages({as: "api"}), "budget": {"turns_used": <step index>,
-  "cost_usd": $.session.usage().cost.usd}}`` before the request (:func:`assembled_context`);
-  post-model-response with the message assembled from ``next(e)``'s chunks once the stream ended
-  (:func:`streamed_message`), text streamed on as it comes, the chunks from the first
-  ``tool_use`` on held until the chain ran (so no tool starts before it).
-  Neither replaces: ``turn.step`` may change only the request's model and effort
-  (``claude@333437132``); the CLI does keep the chunks the hook yields, but re-emitting a replaced
-  message as chunks (which would hold the whole stream, text included) is not mapped.
+  "cost_usd": $.session.usage().cost.usd}}`` before the request (:func:`assembled_context`), its
+  replacement unused (``turn.step`` may change only the request's model and effort,
+  ``claude@333437132``); post-model-response with the message assembled from all of ``next(e)``'s
+  chunks once the stream ended (:func:`streamed_message`). The loop acts on the chunks the hook
+  *yields*, not on the stream: the CLI turns them into the stored assistant message
+  (``claude@348416137``; ``claude@348421735`` builds a new block where a yielded text or tool
+  differs from the wire's, ``claude@348423151``, ``348423418``), and the hook's return value, the
+  step's ``{answer, toolUses, stopReason, usage}``, is only checked (``claude@333437132``): the loop
+  reads the chain with ``for await``, which drops it (``claude@348416137``); the bridge's answer
+  sets its ``answer`` and ``toolUses`` to the replacement's all the same. So the hook holds the whole response and yields what the bridge answers: the streamed chunks, or a
+  replacement in the CLI's own chunk shapes (``{kind: "text" | "tool" | "input", index, …}``,
+  ``claude@348427288``; :func:`replied_chunks`) with the stream's ``engine`` chunks passed on
+  unchanged, once each (the chunk check refuses an engine ref never pulled or passed on twice,
+  ``claude@333437132``). Its stop chunk passes on too (usage kept), its stop reason set to
+  ``tool_use`` / ``end_turn`` by whether the replacement calls tools: the loop reads a ``tool_use``
+  stop without ``tool_use`` blocks as a failed call and asks the model again (``claude@330626071``).
+  Holding the response means no partial text reaches the loop (or the host) before the response
+  ended. Cancellation: the hook reports the first text chunk it holds (``model-text``) and a cancel
+  at a model call interrupts then (:class:`StreamRelay`); the interrupt aborts the stream the hook
+  drains, so the call is abandoned in flight (STOP-002) and the loop, having been handed nothing of
+  it, stores nothing of it (STOP-003 passes in this configuration, where the CLI without such a hook
+  keeps the partial text, ``claude@343006364``, ``351698941``); STOP-001's and LOOP-018's cancels
+  between steps and at tools are untouched by it.
 * ``pre-tool-call`` → the ``PreToolUse`` hook (``updatedInput`` with ``permissionDecision: allow``
   for a replaced call); ``post-tool-call`` (observe-only) and ``post-apply`` → the
   ``PostToolBatch`` hook, which Claude Code dispatches once per response with tool calls, after
@@ -59,8 +75,8 @@ user message is one ``client.query(text)`` read up to its ``ResultMessage``. Wha
   ``ResultMessage``'s (``success``, ``error_max_turns``, ``error_max_budget_usd``,
   ``error_during_execution``).
 * Cancellation → ``ClaudeSDKClient.interrupt()``; a cancel at a model call interrupts once the
-  CLI has relayed that call's streamed text to the host (its partial-message events), as a user
-  presses stop on text they saw: the double cannot see the CLI read its socket, and an interrupt
+  CLI holds some of that call's streamed text (the turn.step hook reports it), as a user presses
+  stop on a response under way: the double cannot see the CLI read its socket, and an interrupt
   before the CLI holds the text tests nothing (``docs/adapter.md``, step 3).
 * Spans → the CLI's own OpenTelemetry traces (beta: ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA``),
   exported as OTLP/JSON to a loopback receiver of the adapter: ``claude_code.interaction`` (one per
@@ -95,7 +111,7 @@ SERVER = "akc"
 PREFIX = f"mcp__{SERVER}__"
 #: How long to wait after the last prompt for the CLI's batched span export.
 SPAN_WAIT_S = 3.0
-#: How long a cancel at a model call waits for the CLI to relay that call's streamed text.
+#: How long a cancel at a model call waits for the CLI to hold that call's streamed text.
 RELAY_WAIT_S = 5.0
 #: The largest request body the adapter's loopback endpoints read (a span batch, a hook's payload).
 MAX_BODY = 64 * 1024 * 1024
@@ -116,7 +132,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "session-start": _m("native", "UserPromptSubmit hook (once per query, before its first model call)", "observed only: its output can add context for the model, not change the prompt; SessionStart exists only as a settings-file command hook (types.py:324-335)"),
     "context-assemble": _m("observe-only", "a plugin hooks module's turn.step hook, before each model request: history $.session.messages({as: api}), budget $.session.usage() and the step index", "turn.step may change only the request's model and effort, not its history (claude@333437132)"),
     "pre-model-call": _m("absent", note="turn.step gets its turn, index, model, effort and message count, not the request (tool specs, system prompt), and may change only model and effort; UserPromptSubmit adds context once per prompt"),
-    "post-model-response": _m("observe-only", "the same turn.step hook: next(e) drained, the streamed message assembled before the chunks from its first tool_use on are handed to the loop", "observed only: the CLI keeps the chunks the hook yields (a probe's changed text was stored and re-sent), so a replace would re-emit the replaced message as chunks; not mapped: it would hold the whole stream, and with it the partial-message relay a cancel at a model call waits on"),
+    "post-model-response": _m("native", "the same turn.step hook: next(e) drained, the whole response held until the chain ran, then the chain's message yielded: the streamed chunks, or the replacement's text / tool / input chunks with the stream's engine and stop chunks passed on; the loop acts on the chunks the hook yields (claude@348416137, 348421735)", "no partial text reaches the loop or the host before the response ended: a cancel at a model call interrupts once the hook holds text, and the loop stores nothing of the cancelled call"),
     "pre-tool-call": _m("native", "PreToolUse hook (permissionDecision / updatedInput)"),
     "post-tool-call": _m("observe-only", "PostToolBatch hook (once per response, after every call ended)"),
     "session-end": _m("native", "Stop hook (when the agent finishes responding); else the query's ResultMessage", "its input has no status: the payload carries no subtype; SessionEnd exists only as a settings-file command hook (types.py:324-335)"),
@@ -399,18 +415,62 @@ def streamed_message(data: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
+#: The chunk kinds that carry the response's content; the others (``engine``: the stream's own
+#: events; ``stop``: its stop reason and usage) pass on in a replacement, a stop reason that says
+#: whether the message calls tools (tool_use / end_turn) set to say it of the replacement.
+CONTENT_KINDS = ("text", "thinking", "tool", "input")
+
+
+@mapping_code
+def replied_chunks(chunks: list[Any], message: dict[str, Any]) -> dict[str, Any]:
+    """The turn.step hook's answer for a replaced message: the items it yields in place of the
+    streamed chunks, each the index of a chunk passed on unchanged or a chunk of the replacement in
+    the CLI's own shapes (``{kind: text, index, text}``; ``{kind: tool, index, id, name}`` then
+    ``{kind: input, index, json}``, names prefixed), where the streamed content was (before the
+    stop chunk if there was none), and the step's result (``answer``, ``toolUses``) to match.
+    ``chunks`` are dicts (:class:`HookBridge` refuses others)."""
+    text = message.get("text") or ""
+    calls = message.get("tool_calls") or []
+    if not isinstance(text, str) or not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise AdapterBug(f"a post-model-response replacement that is not an assistant message: {json.dumps(message)[:200]}")
+    # the replacement's blocks after the streamed ones: a block index the stream used keeps its kind
+    start = 1 + max((c["index"] for c in chunks if c.get("kind") in CONTENT_KINDS and isinstance(c.get("index"), int)), default=-1)
+    content: list[Any] = [{"kind": "text", "index": start, "text": text}] if text else []
+    for i, call in enumerate(calls, start=start + len(content)):
+        args = call.get("args") if isinstance(call.get("args"), dict) else {}
+        content += [{"kind": "tool", "index": i, "id": str(call.get("id") or f"toolu_akc_{i}"), "name": PREFIX + str(call.get("name", ""))},
+                    {"kind": "input", "index": i, "json": json.dumps(args)}]
+    items: list[Any] = []
+    for i, chunk in enumerate(chunks):
+        if chunk.get("kind") in CONTENT_KINDS:
+            items, content = items + content, []
+        elif chunk.get("kind") == "stop":
+            items, content = items + content, []
+            # the loop reads a tool_use stop without tool_use blocks as a failed call and asks again
+            # (claude@330626071): the stop reason follows whether the replacement calls tools
+            reason = "tool_use" if calls else "end_turn"
+            items.append({**chunk, "stopReason": reason} if chunk.get("stopReason") in ("tool_use", "end_turn") and chunk["stopReason"] != reason else i)
+        else:
+            items.append(i)
+    result = {"answer": text, "toolUses": [{"name": PREFIX + str(c.get("name", "")), "input": c.get("args") if isinstance(c.get("args"), dict) else {}} for c in calls]}
+    return {"chunks": items + content, "result": result}
+
+
 class HookBridge(Loopback):
     """The loopback endpoint the adapter's hooks module (``claude_agent_sdk_hooks.js``) calls from
     Claude Code's ``turn.step`` hook: ``POST /<token>/hook`` with ``{"point", "data"}`` runs that
     hook point's chain on what :func:`assembled_context` / :func:`streamed_message` make of
-    ``data`` and answers once it has run, so the CLI's request waits on it. Every request is the
-    kernel's data: one that is not such a call is refused (400) and recorded."""
+    ``data`` and answers once it has run, so the CLI's request waits on it; post-model-response's
+    answer is the chunks the hook yields (``{"chunks": [...], "result": ...}``: the streamed ones by
+    index, or a replacement's, :func:`replied_chunks`). Every request is the kernel's data: one that
+    is not such a call is refused (400) and recorded."""
 
     MAPS = {"context-assemble": assembled_context, "post-model-response": streamed_message}
 
     def __init__(self) -> None:
         self.path = f"/{secrets.token_hex(16)}/hook".encode()
-        self.chain: Any = None  # async (point, payload) -> None, set once the session's hooks exist
+        self.chain: Any = None  # async (point, payload) -> (payload, replaced), set once the session's hooks exist
+        self.relay = StreamRelay()
         self.refused: list[str] = []
 
     @property
@@ -428,19 +488,36 @@ class HookBridge(Loopback):
         except ValueError:
             return self._refuse("a hook call whose body is not JSON")
         point = call.get("point") if isinstance(call, dict) else None
-        if point not in self.MAPS or not isinstance(call.get("data"), dict):
-            return self._refuse(f"a hook call that is not {{point: {' | '.join(self.MAPS)}, data: {{...}}}}")
+        if point not in (*self.MAPS, "model-text") or not isinstance(call.get("data"), dict):
+            return self._refuse(f"a hook call that is not {{point: {' | '.join(self.MAPS)} | model-text, data: {{...}}}}")
+        if point == "model-text":  # the hook holds the first text chunk of the running request's response
+            self.relay.text()
+            return 200, b"{}"
+        if point == "post-model-response" and not (isinstance(call["data"].get("chunks"), list) and all(isinstance(c, dict) for c in call["data"]["chunks"])):
+            return self._refuse("a post-model-response call whose data is not {chunks: [{...}, ...]}")
         if self.chain is None:
             return self._refuse(f"a {point} call before the session's hooks were set up")
         try:
             payload = self.MAPS[point](call["data"])
         except AdapterBug as exc:
             return self._refuse(str(exc))
+        if point == "context-assemble":
+            self.relay.request()
         try:
-            await self.chain(point, payload)
+            new, replaced = await self.chain(point, payload)
         except Exception as exc:  # a hook's raise outcome: the CLI's turn.step hook raises it
             return 500, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
-        return 200, b"{}"
+        if point != "post-model-response":
+            return 200, b"{}"
+        chunks = call["data"]["chunks"]
+        if not replaced:
+            return 200, json.dumps({"chunks": list(range(len(chunks)))}).encode()
+        if not isinstance(new, dict):
+            return self._refuse(f"a post-model-response replacement that is not an assistant message: {json.dumps(new)[:200]}")
+        try:
+            return 200, json.dumps(replied_chunks(chunks, new)).encode()
+        except AdapterBug as exc:
+            return self._refuse(str(exc))
 
     def _refuse(self, why: str) -> tuple[int, bytes]:
         self.refused.append(why)
@@ -541,25 +618,25 @@ def journal_entries(message: Any) -> list[dict[str, Any]]:
 
 
 class StreamRelay:
-    """Which model calls of the run the CLI has relayed streamed text of (its partial-message
-    events, ``include_partial_messages``): the k-th ``message_start`` relayed is model call k
-    (0-based, as the double counts them) while queries run one at a time and the CLI retries
-    nothing (``CLAUDE_CODE_MAX_RETRIES=0``); a cancel's wait on it is bounded either way."""
+    """Which model calls of the run the CLI holds streamed text of: the turn.step hook reports each
+    request (its context-assemble call, before the request) and the first text chunk it holds of
+    the response (``model-text``); the k-th request is model call k (0-based, as the double counts
+    them) while queries run one at a time and the CLI retries nothing (``CLAUDE_CODE_MAX_RETRIES=0``);
+    a cancel's wait on it is bounded either way."""
 
     def __init__(self) -> None:
-        self.starts = 0
+        self.requests = 0
         self.texts: dict[int, anyio.Event] = {}
 
     def _event(self, index: int) -> anyio.Event:
         return self.texts.setdefault(index, anyio.Event())
 
-    def saw(self, event: Any) -> None:
-        if not isinstance(event, dict):
-            return
-        if event.get("type") == "message_start":
-            self.starts += 1
-        elif event.get("type") == "content_block_delta" and (event.get("delta") or {}).get("type") == "text_delta" and self.starts:
-            self._event(self.starts - 1).set()
+    def request(self) -> None:
+        self.requests += 1
+
+    def text(self) -> None:
+        if self.requests:
+            self._event(self.requests - 1).set()
 
     async def text_of(self, index: int) -> None:
         await self._event(index).wait()
@@ -589,7 +666,7 @@ class ClaudeAgentSDKAdapter:
         trap = Trap()
         traces = OtlpTraces()
         bridge = current["bridge"] = HookBridge()
-        current["relay"] = StreamRelay()
+        current["relay"] = bridge.relay
         with tempfile.TemporaryDirectory(prefix="akc-claude-") as scratch:
             async with anyio.create_task_group() as tg:
                 await tg.start(trap.serve)
@@ -612,7 +689,6 @@ class ClaudeAgentSDKAdapter:
     async def _run(self, scenario: Scenario, doubles: Doubles, served: Any, scratch: str, trap: Trap, traces: OtlpTraces,
                    clients: dict[str, Any], current: dict[str, Any]) -> RunResult:
         from claude_agent_sdk import ClaudeSDKClient, ResultMessage
-        from claude_agent_sdk.types import StreamEvent
 
         async def run_one(run: Run, session: Session, index: int, text: str) -> Outcome:
             turn = run.turn(session, index)
@@ -627,8 +703,8 @@ class ClaudeAgentSDKAdapter:
             async def interrupt() -> None:
                 where = scenario.cancel
                 if where is not None and where.at == "model_call":
-                    # a user presses stop on text they saw: the CLI relays a call's stream only
-                    # once it holds it, and the double cannot see the CLI read its socket
+                    # a user presses stop on text the CLI holds: the double cannot see the CLI
+                    # read its socket, the turn.step hook reports the first text chunk it holds
                     with anyio.move_on_after(RELAY_WAIT_S):
                         await current["relay"].text_of(where.index)
                 await client.interrupt()
@@ -647,8 +723,6 @@ class ClaudeAgentSDKAdapter:
                 async for message in client.receive_response():
                     if isinstance(message, ResultMessage):
                         result = message
-                    elif isinstance(message, StreamEvent):
-                        current["relay"].saw(message.event)
                     else:
                         session.messages.extend(journal_entries(message))
                 answered = True
@@ -680,10 +754,10 @@ class ClaudeAgentSDKAdapter:
         tools = {t.name: t for t in scenario.tools}
         ids = CallIds()
 
-        async def turn_step(point: str, payload: dict[str, Any]) -> None:
-            # observe-only: a replacement goes nowhere (turn.step may change only model and effort;
-            # a replaced message is not re-emitted as chunks)
-            await hooks.chain(point, payload, turn())
+        async def turn_step(point: str, payload: dict[str, Any]) -> tuple[Any, bool]:
+            # context-assemble's replacement goes nowhere (turn.step may change only model and
+            # effort); post-model-response's is what the hook yields (HookBridge)
+            return await hooks.chain(point, payload, turn())
 
         current["bridge"].chain = turn_step
 
@@ -795,7 +869,6 @@ class ClaudeAgentSDKAdapter:
             env=env,
             setting_sources=[],
             plugins=[{"type": "local", "path": hooks_plugin(scratch, current["bridge"].endpoint)}],
-            include_partial_messages=True,  # the stream relay a cancel at a model call waits on
             can_use_tool=can_use_tool,
             hooks={
                 "PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])],

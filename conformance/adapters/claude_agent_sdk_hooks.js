@@ -2,9 +2,10 @@
 // with its loopback endpoint in place of __ENDPOINT__, into a plugin in the run's scratch folder).
 // Claude Code dispatches a hooks module's turn.step hook around every model request; here it hands
 // the adapter what context-assemble needs (the session's history and spend, before the request)
-// and what post-model-response needs (the streamed chunks, before the loop sees a tool_use); the
-// adapter maps them and runs the chains, observe-only: turn.step may change only the model and the
-// effort of its request.
+// and what post-model-response needs (the whole streamed response, before the loop sees any of
+// it); the adapter maps them and runs the chains. context-assemble is observe-only (turn.step may
+// change only the model and the effort of its request); post-model-response replaces: the loop
+// gets the chunks the hook yields, so the hook yields what the adapter answers.
 const ENDPOINT = "__ENDPOINT__";
 
 async function send($, point, data) {
@@ -14,6 +15,7 @@ async function send($, point, data) {
     body: JSON.stringify({ point, data }),
   });
   if (reply.status !== 200) throw new Error(`${point}: ${reply.text}`);
+  return JSON.parse(reply.text);
 }
 
 export function register(on) {
@@ -22,19 +24,20 @@ export function register(on) {
     const messages = await $.session.messages({ as: "api" });
     const usage = await $.session.usage();
     await send($, "context-assemble", { messages, usage, index: e.index });
-    // text streams on as it comes (a user sees it, and may stop it); from the first tool_use on the
-    // chunks are held until post-model-response has seen the whole message, so no tool starts before
+    // the whole response is held until the post-model-response chain has run on it: the loop sees
+    // its text and its tool calls only as the chain returns them
     const stream = next(e);
     const chunks = [];
-    const held = [];
     let step;
     while (!(step = await stream.next()).done) {
+      // the adapter's cancel at a model call waits until the CLI holds some of its text
+      if (step.value.kind === "text" && !chunks.some((c) => c.kind === "text")) await send($, "model-text", {});
       chunks.push(step.value);
-      if (held.length || step.value.kind === "tool") held.push(step.value);
-      else yield step.value;
     }
-    await send($, "post-model-response", { chunks });
-    for (const c of held) yield c;
-    return step.value;
+    // the answer: each item either the index of a chunk passed on unchanged, or a chunk of the
+    // replacement (text, tool, input); the step's result names the replacement's answer and calls
+    const reply = await send($, "post-model-response", { chunks });
+    for (const item of reply.chunks) yield typeof item === "number" ? chunks[item] : item;
+    return reply.result ? { ...step.value, ...reply.result } : step.value;
   });
 }

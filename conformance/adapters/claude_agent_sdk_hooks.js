@@ -29,9 +29,13 @@ export function register(on) {
     const stream = next(e);
     const chunks = [];
     let step;
+    let sawText = false;
     while (!(step = await stream.next()).done) {
       // the adapter's cancel at a model call waits until the CLI holds some of its text
-      if (step.value.kind === "text" && !chunks.some((c) => c.kind === "text")) await send($, "model-text", {});
+      if (step.value.kind === "text" && !sawText) {
+        sawText = true;
+        await send($, "model-text", {});
+      }
       chunks.push(step.value);
     }
     // the answer: each item either the index of a chunk passed on unchanged, or a chunk of the

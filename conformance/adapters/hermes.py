@@ -103,8 +103,8 @@ import fcntl
 import hashlib
 import json
 import os
+import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -114,6 +114,7 @@ import time
 from typing import Any
 
 from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS  # noqa: F401  (re-exported)
+from conformance.harness.children import reap
 
 _SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PROXY")
 #: A zygote whose harness is gone, or that has not forked for this long, exits.
@@ -200,19 +201,21 @@ class _Zygote:
                 return True
             home = os.path.join(self.dir, "home")
             os.makedirs(home, exist_ok=True)
-            with open(self.log_path, "ab") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "conformance.adapters.hermes", "--zygote", str(self.harness_pid), self.sock_path],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=worker_env(home),
-                    start_new_session=True,
-                )
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and proc.poll() is None:
-                sock = _connect(self.sock_path)
-                if sock is not None:
-                    sock.close()
+            # the zygote writes one byte to this pipe once it listens; it closes it (EOF) if it dies
+            ready_r, ready_w = os.pipe()
+            try:
+                with open(self.log_path, "ab") as log:
+                    proc = subprocess.Popen(
+                        [sys.executable, "-m", "conformance.adapters.hermes", "--zygote", str(self.harness_pid), self.sock_path, str(ready_w)],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=worker_env(home),
+                        start_new_session=True, pass_fds=(ready_w,),
+                    )
+                os.close(ready_w)
+                readable, _, _ = select.select([ready_r], [], [], timeout)
+                if readable and os.read(ready_r, 1) == b"1":
                     return True
-                time.sleep(0.05)
+            finally:
+                os.close(ready_r)
             self.failure = self.log_tail()
             proc.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -439,18 +442,9 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _reap(pid: int, grace: float) -> None:
-    """Wait for a child to exit (it does once its front closes its FIFO); kill it after ``grace``."""
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if os.waitpid(pid, os.WNOHANG)[0] != 0:
-            return
-        time.sleep(0.01)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
 
 
-def zygote_main(harness_pid: int, sock_path: str) -> None:
+def zygote_main(harness_pid: int, sock_path: str, ready_fd: int) -> None:
     os.dup2(2, 1)  # anything hermes writes to stdout goes to stderr
     sys.stdout = sys.stderr
     t0 = time.monotonic()
@@ -469,6 +463,8 @@ def zygote_main(harness_pid: int, sock_path: str) -> None:
         os.unlink(sock_path)
     server.bind(sock_path)
     server.listen(8)
+    os.write(ready_fd, b"1")  # the front waiting in _Zygote.ensure goes on
+    os.close(ready_fd)
     server.settimeout(1.0)
     child: int | None = None
     idle_since = time.monotonic()
@@ -488,7 +484,7 @@ def zygote_main(harness_pid: int, sock_path: str) -> None:
         if command != "fork":
             continue
         if child is not None:
-            _reap(child, _CHILD_GRACE_S)  # one at a time: they share HERMES_HOME
+            reap(child, _CHILD_GRACE_S)  # one at a time: they share HERMES_HOME
         idle_since = time.monotonic()
         pid = os.fork()
         if pid == 0:
@@ -496,7 +492,7 @@ def zygote_main(harness_pid: int, sock_path: str) -> None:
             _child(arg)
         child = pid
     if child is not None:
-        _reap(child, _CHILD_GRACE_S)
+        reap(child, _CHILD_GRACE_S)
     server.close()
     shutil.rmtree(os.path.dirname(sock_path), ignore_errors=True)
     os._exit(0)
@@ -514,7 +510,7 @@ def factory() -> Any:
 
 def main() -> None:
     if sys.argv[1:2] == ["--zygote"]:
-        zygote_main(int(sys.argv[2]), sys.argv[3])
+        zygote_main(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
     else:
         Front().serve()
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from conformance.harness.children import Children
 from conformance.harness.supervisor import CHILD_GRACE_S, can_fork, crash_state, fork_child, run_supervised
 
 #: The cost of one property, in scenarios: it runs its examples (10 in the ci profile), each a
@@ -286,7 +287,9 @@ def _wait_all(shards: list[_Shard]) -> tuple[dict[int, int], int | None]:
 
     def handler(signum: int, frame: Any) -> None:
         pass_on(signum)
+        children.wake()  # the grace deadline starts now
 
+    children = Children([shard.pid for shard in shards])
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in previous:
         signal.signal(s, handler)
@@ -299,6 +302,7 @@ def _wait_all(shards: list[_Shard]) -> tuple[dict[int, int], int | None]:
                 done, status = os.waitpid(shard.pid, os.WNOHANG)
                 if done:
                     statuses[shard.pid] = status
+                    children.discard(shard.pid)
                     own = _signal_of(shard, status)
                     if own is not None and not sent:
                         pass_on(own)
@@ -313,8 +317,10 @@ def _wait_all(shards: list[_Shard]) -> tuple[dict[int, int], int | None]:
                             pass
                 deadline = float("inf")
             if len(statuses) < len(shards):
-                time.sleep(0.02)
+                # until a shard exits, a signal comes (its handler wakes us) or the grace deadline
+                children.wait(None if deadline in (None, float("inf")) else deadline - time.monotonic())
     finally:
+        children.close()
         for s, h in previous.items():
             signal.signal(s, h)
     return statuses, (sent[0] if sent else None)

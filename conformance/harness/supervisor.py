@@ -25,6 +25,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from conformance.harness.children import Children
+
 #: Seconds the child gets to wind down after a signal was passed on, before SIGKILL.
 CHILD_GRACE_S = 10.0
 
@@ -148,21 +150,22 @@ def _wait(pid: int) -> tuple[int, int | None]:
         signal.signal(s, handler)
     try:
         deadline: float | None = None
-        while True:
-            try:
-                if deadline is None:
-                    _, status = os.waitpid(pid, 0)
-                    break
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                if time.monotonic() > deadline:
-                    os.kill(pid, signal.SIGKILL)
-                    deadline = float("inf")
-                time.sleep(0.05)
-            except _Signalled:
-                if deadline is None:
-                    deadline = time.monotonic() + CHILD_GRACE_S
+        with Children([pid]) as child:
+            while True:
+                try:
+                    if deadline is None:
+                        _, status = os.waitpid(pid, 0)
+                        break
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        break
+                    if time.monotonic() > deadline:
+                        os.kill(pid, signal.SIGKILL)
+                        deadline = float("inf")
+                    child.wait(None if deadline == float("inf") else deadline - time.monotonic())
+                except _Signalled:
+                    if deadline is None:
+                        deadline = time.monotonic() + CHILD_GRACE_S
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

@@ -40,9 +40,11 @@ Feature: Loop termination and bounds
   # interactive ones the approver, where a kernel may pause its loop and resume it; the count of
   # turns must survive that (a count kept per resumed run starts again at each pause).
   @BOUND-002 @dim:calls_per_response=1 @dim:max_turns=2+ @dim:tool_kind=resource @dim:tool_kind=interactive
-  # N = 2 and 3: a kernel that spends a turn on resuming a paused one still fails one of them.
+  # N = 2 and 3: a kernel that spends a turn on resuming a paused one still fails one of them. The
+  # approver approves every call (a kernel may ask it for these calls): the calls run, whichever.
   Scenario Outline: max_turns counts the turns whose calls are <kind>
     Given a tool "act" of kind "<kind>"
+    And the approver answers "approved, approved, approved, approved, approved, approved"
     And max_turns is <n>
     And the model calls "act" with distinct arguments <calls> times
     When the kernel runs

@@ -1,4 +1,4 @@
-"""Waiting on child processes without a polling loop (conformance/harness/children.py)."""
+"""Waiting on child processes without a polling loop (conformance/children.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 
-from conformance.harness.children import Children, reap
+from conformance.children import Children, reap
 
 
 def _child(code: str) -> subprocess.Popen[bytes]:

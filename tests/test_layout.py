@@ -20,7 +20,7 @@ ROOT = Path(conformance.__file__).resolve().parent.parent
 #: commands → self-test, book → checks → harness → reports, traces, catalog, wire → boundary → base.
 LAYERS: list[tuple[str, ...]] = [
     # report.escape: a leaf (re only) that every sink of kernel text calls, the trace files too
-    ("conformance", "conformance.errors", "conformance.paths", "conformance.files", "conformance.report.escape"),
+    ("conformance", "conformance.errors", "conformance.paths", "conformance.files", "conformance.children", "conformance.report.escape"),
     ("conformance.boundary",),
     ("conformance.catalog", "conformance.trace", "conformance.harness.doubles"),
     ("conformance.report", "conformance.wire", "conformance.httpmodel", "reference_kernel", "conformance.adapters"),

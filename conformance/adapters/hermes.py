@@ -114,7 +114,7 @@ import time
 from typing import Any
 
 from conformance.adapters.hermes_info import ADAPTER_INFO, HERMES_POINTS  # noqa: F401  (re-exported)
-from conformance.harness.children import reap
+from conformance.children import reap
 
 _SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PROXY")
 #: A zygote whose harness is gone, or that has not forked for this long, exits.

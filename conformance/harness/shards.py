@@ -38,7 +38,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.harness.children import Children
+from conformance.children import Children
 from conformance.harness.supervisor import CHILD_GRACE_S, can_fork, crash_state, fork_child, run_supervised
 
 #: The cost of one property, in scenarios: it runs its examples (10 in the ci profile), each a

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.harness.children import Children
+from conformance.children import Children
 
 #: Seconds the child gets to wind down after a signal was passed on, before SIGKILL.
 CHILD_GRACE_S = 10.0
